@@ -1,0 +1,37 @@
+# Everything a contributor or CI runs. `make test` works on a fresh machine: it creates .venv.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: install test lint format typecheck bench clean
+
+install: $(STAMP)
+
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy django_paycollect
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: lint
+	$(BIN)/python -m pytest --cov --cov-report= $(PYTEST_ARGS)
+	$(BIN)/coverage report --skip-covered
+	@echo "--- django_paycollect.client (line coverage, at least 95%):"
+	$(BIN)/coverage report --include='django_paycollect/client/*' --fail-under=95
+
+bench: $(STAMP)
+	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .coverage .pytest_cache .mypy_cache .ruff_cache

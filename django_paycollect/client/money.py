@@ -1,0 +1,144 @@
+"""Money at the service's boundary.
+
+The service speaks of money three ways: decimal text in transactions ("12.50"), JSON numbers in
+prepare amount, callbacks and request bodies, and integer piasters (1/100 of the main unit).
+Inside this package money is always :class:`decimal.Decimal`; these helpers are the only places
+that cross between the forms. Floats are refused: a binary float cannot hold 0.10 exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+__all__ = [
+    "CENT",
+    "MoneyError",
+    "dumps_json",
+    "format_amount",
+    "from_piasters",
+    "loads_json",
+    "parse_amount",
+    "to_piasters",
+]
+
+CENT = Decimal("0.01")
+
+
+class MoneyError(ValueError):
+    """A value that is not an exact amount of money."""
+
+
+def parse_amount(value: Any) -> Decimal:
+    """Turn decimal text, an int or a Decimal into a finite Decimal, exactly.
+
+    ``float`` is refused (use ``Decimal("12.50")``); so are booleans, NaN and infinities.
+    """
+    if isinstance(value, (bool, float)):
+        raise MoneyError(f"amounts must be Decimal, int or decimal text, not {type(value).__name__}")
+    if isinstance(value, Decimal):
+        amount = value
+    elif isinstance(value, int):
+        amount = Decimal(value)
+    elif isinstance(value, str):
+        try:
+            amount = Decimal(value.strip())
+        except InvalidOperation:
+            raise MoneyError(f"{value!r} is not a decimal amount") from None
+    else:
+        raise MoneyError(f"amounts must be Decimal, int or decimal text, not {type(value).__name__}")
+    if not amount.is_finite():
+        raise MoneyError(f"{value!r} is not a finite amount")
+    return amount
+
+
+def _cents(amount: Decimal) -> Decimal:
+    try:
+        cents = amount.quantize(CENT)
+    except InvalidOperation:  # too many digits for the context's precision
+        raise MoneyError(f"{amount} is too large") from None
+    if cents != amount:
+        # A third decimal is an error, never rounded away.
+        raise MoneyError(f"{amount} has more than two decimals")
+    return cents
+
+
+def to_piasters(value: Any) -> int:
+    """``Decimal("12.50")`` -> ``1250``. Raises :class:`MoneyError` on a third decimal."""
+    return int(_cents(parse_amount(value)) * 100)
+
+
+def from_piasters(piasters: Any) -> Decimal:
+    """``1250`` -> ``Decimal("12.50")``.
+
+    Accepts an int, or a whole-number Decimal or text (callbacks carry piasters as JSON numbers,
+    sometimes written ``1250.0``). A fractional piaster is refused.
+    """
+    if isinstance(piasters, bool):
+        raise MoneyError("piasters must be a whole number, not a boolean")
+    amount = parse_amount(piasters)
+    if amount != amount.to_integral_value():
+        raise MoneyError(f"{piasters!r} is not a whole number of piasters")
+    return (amount / 100).quantize(CENT)
+
+
+def format_amount(value: Any) -> str:
+    """The wire form of an amount: plain decimal text with exactly two decimals (``"12.50"``)."""
+    return format(_cents(parse_amount(value)), "f")
+
+
+class _Raw:
+    """Text to be written into JSON as it is (a number already formatted)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _encode(value: Any, out: list[str]) -> None:
+    if isinstance(value, Decimal):
+        # Decimals are money: a JSON number with two decimals, no float ever involved.
+        out.append(format_amount(value))
+    elif isinstance(value, _Raw):
+        out.append(value.text)
+    elif isinstance(value, Mapping):
+        out.append("{")
+        for i, (key, item) in enumerate(value.items()):
+            if i:
+                out.append(", ")
+            out.append(json.dumps(str(key)))
+            out.append(": ")
+            _encode(item, out)
+        out.append("}")
+    elif isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray)):
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(", ")
+            _encode(item, out)
+        out.append("]")
+    elif isinstance(value, float):
+        raise MoneyError("floats are not written into request bodies; use Decimal")
+    else:
+        # str, int, bool, None: the standard encoder is exact for these.
+        out.append(json.dumps(value))
+
+
+def dumps_json(value: Any) -> str:
+    """Serialise a request body; every :class:`~decimal.Decimal` becomes a two-decimal JSON number."""
+    out: list[str] = []
+    _encode(value, out)
+    return "".join(out)
+
+
+def loads_json(text: str | bytes) -> Any:
+    """Parse a response body with every JSON number that has a fraction read as a Decimal."""
+    return json.loads(text, parse_float=Decimal, parse_constant=_refuse_constant)
+
+
+def _refuse_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON and never an amount.
+    raise ValueError(f"{name} is not a JSON value")

@@ -1,0 +1,422 @@
+"""Typed inputs and results of the client.
+
+Results are read leniently: a field the spec names but the service left out or sent in another
+type is ``None`` on the typed object, and every field we do not know is kept in ``extra``. The
+envelope's ``data`` always holds the answer exactly as it came, so nothing is ever lost.
+Status values stay the service's own text: an unknown status is kept, not dropped or guessed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, ClassVar, Self
+
+from .money import MoneyError, parse_amount
+
+__all__ = [
+    "CURRENCIES",
+    "CUSTOM_FIELD_TYPES",
+    "DEFAULT_CURRENCY",
+    "DEFAULT_PAY_USING",
+    "KNOWN_TRANSACTION_STATUSES",
+    "BillingData",
+    "CommunityCreated",
+    "CustomFieldDefinition",
+    "CustomFieldValue",
+    "DashboardStatistics",
+    "DirectOrderCreated",
+    "Logo",
+    "OperationMessage",
+    "PaymentStarted",
+    "PreparedAmount",
+    "PromocodeValidated",
+    "RecurringInfo",
+    "Tag",
+    "Transaction",
+    "TransactionStatus",
+]
+
+#: Currencies the spec lists; EGP is the default and the currency fees are computed in.
+CURRENCIES = ("EGP", "USD", "EUR", "SAR", "AED", "GBP")
+DEFAULT_CURRENCY = "EGP"
+#: Payment method the spec names as the default (fees are computed on it).
+DEFAULT_PAY_USING = "card"
+CUSTOM_FIELD_TYPES = ("TEXT", "NUMBER", "CHECKBOX", "DROPDOWNLIST")
+#: App modules a community may enable (create community).
+APP_MODULES = ("Service", "Bill", "Event", "Product", "Training", "Sport", "Course")
+
+
+class TransactionStatus:
+    """Status values the spec shows. The complete set is not shown, so others are kept as text."""
+
+    PENDING = "PENDING"
+    SUCCESSFUL = "SUCCESSFUL"
+    FAILED = "FAILED"
+
+
+KNOWN_TRANSACTION_STATUSES = (
+    TransactionStatus.PENDING,
+    TransactionStatus.SUCCESSFUL,
+    TransactionStatus.FAILED,
+)
+
+
+# --- inputs -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BillingData:
+    """The payer of a Pay call. ``name`` needs a first and a last name; ``phone_number`` a country code."""
+
+    name: str
+    email: str
+    phone_number: str
+
+
+@dataclass(frozen=True)
+class CustomFieldValue:
+    """A custom field value sent with Pay and saved with the invoice data."""
+
+    field_label: str
+    field_value: str | int | Decimal | bool
+
+
+@dataclass(frozen=True)
+class CustomFieldDefinition:
+    """A custom field a direct order asks the customer for.
+
+    ``field_choices`` is only for DROPDOWNLIST: a list of choices or the spec's comma-separated text.
+    """
+
+    field_label: str
+    field_type: str
+    required: bool | None = None
+    field_choices: str | Sequence[str] | None = None
+
+
+@dataclass(frozen=True)
+class Tag:
+    """A direct order tag, sent as ``{"id": ..., "name": ...}``."""
+
+    id: int
+    name: str
+
+
+@dataclass(frozen=True)
+class Logo:
+    """A community logo for create community: png or jpg content."""
+
+    filename: str
+    content: bytes = field(repr=False)
+    content_type: str | None = None
+
+
+# --- lenient readers ----------------------------------------------------------------------
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, Decimal)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _integer(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, Decimal) and value.is_finite() and value == value.to_integral_value():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def _amount(value: Any) -> Decimal | None:
+    try:
+        return parse_amount(value)
+    except MoneyError:
+        return None
+
+
+def _boolean(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _timestamp(value: Any) -> dt.datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def _day(value: Any) -> dt.date | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def _mapping(value: Any) -> Mapping[str, Any] | None:
+    return value if isinstance(value, Mapping) else None
+
+
+@dataclass(frozen=True)
+class _Result:
+    """Base of typed results: ``extra`` holds every field of ``data`` the spec does not name."""
+
+    extra: Mapping[str, Any] = field(default_factory=dict, kw_only=True)
+
+    KNOWN: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def _extra(cls, data: Mapping[str, Any], *also: str) -> dict[str, Any]:
+        known = set(cls.KNOWN) | set(also)
+        return {k: v for k, v in data.items() if k not in known}
+
+
+@dataclass(frozen=True)
+class PreparedAmount(_Result):
+    """Prepare amount: the total with service fees, to be used as ``amount`` in Pay."""
+
+    total_amount: Decimal | None
+    total_amount_currency: str | None
+
+    KNOWN = ("total_amount", "total_amount_currency")
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Self:
+        return cls(
+            total_amount=_amount(data.get("total_amount")),
+            total_amount_currency=_text(data.get("total_amount_currency")),
+            extra=cls._extra(data),
+        )
+
+
+@dataclass(frozen=True)
+class PaymentStarted(_Result):
+    """Pay: where the customer completes the payment, and the transaction it created.
+
+    For kiosk payments ``message`` and ``bill_reference`` are set (the service spells the key
+    ``bill_refrence``; the correctly spelled ``bill_reference`` is accepted too).
+    """
+
+    iframe_url: str | None
+    transaction_id: int | None
+    transaction_uuid: str | None
+    transaction_status: str | None
+    message: str | None = None
+    bill_reference: str | None = None
+
+    KNOWN = ("iframe_url", "transaction_id", "transaction_uuid", "transaction_status", "message")
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Self:
+        reference = data.get("bill_refrence", data.get("bill_reference"))
+        return cls(
+            iframe_url=_text(data.get("iframe_url")),
+            transaction_id=_integer(data.get("transaction_id")),
+            transaction_uuid=_text(data.get("transaction_uuid")),
+            transaction_status=_text(data.get("transaction_status")),
+            message=_text(data.get("message")),
+            bill_reference=_text(reference),
+            extra=cls._extra(data, "bill_refrence", "bill_reference"),
+        )
+
+
+@dataclass(frozen=True)
+class RecurringInfo(_Result):
+    """The ``recurring`` block of a transaction of a recurring series."""
+
+    parent_transaction: str | None
+    recurring_count: int | None
+    transaction_order: int | None
+    type: str | None
+    expiry_date: dt.date | None
+    minimum_days_between_payments: int | None
+    active: bool | None
+
+    KNOWN = (
+        "parent_transaction",
+        "recurring_count",
+        "transaction_order",
+        "type",
+        "expiry_date",
+        "minimum_days_between_payments",
+        "active",
+    )
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Self:
+        return cls(
+            parent_transaction=_text(data.get("parent_transaction")),
+            recurring_count=_integer(data.get("recurring_count")),
+            transaction_order=_integer(data.get("transaction_order")),
+            type=_text(data.get("type")),
+            expiry_date=_day(data.get("expiry_date")),
+            minimum_days_between_payments=_integer(data.get("minimum_days_between_payments")),
+            active=_boolean(data.get("active")),
+            extra=cls._extra(data),
+        )
+
+
+@dataclass(frozen=True)
+class Transaction(_Result):
+    """Fetch transaction. ``status`` is the service's text, whatever it is."""
+
+    id: int | None
+    uuid: str | None
+    status: str | None
+    total_amount: Decimal | None
+    total_amount_currency: str | None
+    total_amount_piasters: int | None
+    created: dt.datetime | None = None
+    member_id: str | None = None
+    payment_for: str | None = None
+    #: Type not shown by the spec: kept exactly as received.
+    quantity: Any = None
+    custom_fields_json: Mapping[str, Any] | None = None
+    recurring: RecurringInfo | None = None
+
+    KNOWN = (
+        "id",
+        "uuid",
+        "status",
+        "total_amount",
+        "total_amount_currency",
+        "total_amount_piasters",
+        "created",
+        "member_id",
+        "payment_for",
+        "quantity",
+        "custom_fields_json",
+        "recurring",
+    )
+
+    @property
+    def status_is_known(self) -> bool:
+        return self.status in KNOWN_TRANSACTION_STATUSES
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Self:
+        recurring = _mapping(data.get("recurring"))
+        return cls(
+            id=_integer(data.get("id")),
+            uuid=_text(data.get("uuid")),
+            status=_text(data.get("status")),
+            total_amount=_amount(data.get("total_amount")),
+            total_amount_currency=_text(data.get("total_amount_currency")),
+            total_amount_piasters=_integer(data.get("total_amount_piasters")),
+            created=_timestamp(data.get("created")),
+            member_id=_text(data.get("member_id")),
+            payment_for=_text(data.get("payment_for")),
+            quantity=data.get("quantity"),
+            custom_fields_json=_mapping(data.get("custom_fields_json")),
+            recurring=RecurringInfo.from_data(recurring) if recurring is not None else None,
+            extra=cls._extra(data),
+        )
+
+
+@dataclass(frozen=True)
+class OperationMessage(_Result):
+    """Capture, refund and cancel recurring: the service's confirmation text."""
+
+    message: str | None
+
+    KNOWN = ("message",)
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Self:
+        return cls(message=_text(data.get("message")), extra=cls._extra(data))
+
+
+@dataclass(frozen=True)
+class PromocodeValidated(_Result):
+    """Validate promocode: its value, and the id to pass to Pay as ``promocode_id``."""
+
+    value: Decimal | None
+    currency: str | None
+    promocode_id: int | None
+
+    KNOWN = ("value", "currency", "promocode_id")
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Self:
+        return cls(
+            value=_amount(data.get("value")),
+            currency=_text(data.get("currency")),
+            promocode_id=_integer(data.get("promocode_id")),
+            extra=cls._extra(data),
+        )
+
+
+@dataclass(frozen=True)
+class CommunityCreated(_Result):
+    """Create community: the spec's answer has an empty ``data``; anything sent anyway is in ``extra``."""
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Self:
+        return cls(extra=dict(data))
+
+
+@dataclass(frozen=True)
+class DashboardStatistics(_Result):
+    """Dashboard statistics of a community."""
+
+    balance: Decimal | None
+    total_settled: Decimal | None
+    total_number_of_transactions: int | None
+    total_collected_transactions: Decimal | None
+    weekly_collected_transactions: Decimal | None
+
+    KNOWN = (
+        "balance_details",
+        "total_number_of_transactions",
+        "total_collected_transactions",
+        "weekly_collected_transactions",
+    )
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Self:
+        balance = _mapping(data.get("balance_details")) or {}
+        return cls(
+            balance=_amount(balance.get("balance")),
+            total_settled=_amount(balance.get("total_settled")),
+            total_number_of_transactions=_integer(data.get("total_number_of_transactions")),
+            total_collected_transactions=_amount(data.get("total_collected_transactions")),
+            weekly_collected_transactions=_amount(data.get("weekly_collected_transactions")),
+            extra=cls._extra(data),
+        )
+
+
+@dataclass(frozen=True)
+class DirectOrderCreated(_Result):
+    """Direct order: the order id (``payment_id``) and the link the customer pays through."""
+
+    success: bool | None
+    merchant_id: str | None
+    payment_id: str | None
+    payment_link: str | None
+    message: str | None
+
+    KNOWN = ("success", "merchant_id", "payment_id", "payment_link", "message")
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Self:
+        return cls(
+            success=_boolean(data.get("success")),
+            merchant_id=_text(data.get("merchant_id")),
+            payment_id=_text(data.get("payment_id")),
+            payment_link=_text(data.get("payment_link")),
+            message=_text(data.get("message")),
+            extra=cls._extra(data),
+        )
