@@ -22,6 +22,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "django_paycollect",
 ]
 
 MIDDLEWARE = [
@@ -64,3 +65,12 @@ else:
     DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
 
 STATIC_URL = "/static/"
+
+# Tests point these at a live sandbox (see tests/conftest.py); the values here only satisfy checks.
+PAYCOLLECT = {
+    "BASE_URL": "http://127.0.0.1:9",
+    "COMMUNITY_ID": "tests-community",
+    "API_KEY": "tests-api-key-not-real",
+    "CALLBACK_TOKENS": ["tests-callback-token-0123456789"],
+}
+SILENCED_SYSTEM_CHECKS = ["paycollect.W001"]  # the tests point BASE_URL at a loopback sandbox

@@ -1,0 +1,12 @@
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class PayCollectConfig(AppConfig):
+    name = "django_paycollect"
+    label = "paycollect"
+    verbose_name = _("Payment collection")
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import checks  # noqa: F401  (registers the system checks)

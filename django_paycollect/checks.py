@@ -1,0 +1,118 @@
+"""System checks, with stable ids (``paycollect.E001`` ...) that can be silenced one by one."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.apps import AppConfig, apps
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
+from django.db import DatabaseError
+
+from .conf import paycollect_settings
+
+LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]", "testserver"}
+
+
+@register(Tags.compatibility)
+def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    messages: list[CheckMessage] = []
+    unknown = paycollect_settings.unknown_keys()
+    if unknown:
+        messages.append(
+            Error(
+                f"PAYCOLLECT has unknown keys: {', '.join(unknown)}.",
+                hint="See the settings reference for the keys and their defaults.",
+                id="paycollect.E006",
+            )
+        )
+    base_url = paycollect_settings.BASE_URL
+    for key, check_id in (("BASE_URL", "E001"), ("API_KEY", "E002"), ("COMMUNITY_ID", "E003")):
+        if not getattr(paycollect_settings, key):
+            messages.append(
+                Error(
+                    f"PAYCOLLECT['{key}'] is not set.",
+                    hint="Set it in settings.PAYCOLLECT; the testing and live environments differ "
+                    "only by BASE_URL and keys.",
+                    id=f"paycollect.{check_id}",
+                )
+            )
+    if base_url:
+        parts = urlsplit(str(base_url))
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            messages.append(Error("PAYCOLLECT['BASE_URL'] is not an http(s) URL.", id="paycollect.E007"))
+        elif not settings.DEBUG:
+            if parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
+                messages.append(
+                    Error(
+                        "PAYCOLLECT['BASE_URL'] is plain HTTP while DEBUG is off: "
+                        "API keys would travel in clear.",
+                        hint="Use the https:// address of the service.",
+                        id="paycollect.E004",
+                    )
+                )
+            if _looks_like_sandbox(parts.hostname or "", parts.path):
+                messages.append(
+                    Warning(
+                        "PAYCOLLECT['BASE_URL'] points at a local sandbox while DEBUG is off.",
+                        hint="Live deployments must point at the service; silence paycollect.W001 on a "
+                        "staging site that really uses the sandbox.",
+                        id="paycollect.W001",
+                    )
+                )
+    if not paycollect_settings.CALLBACK_TOKENS:
+        messages.append(
+            Warning(
+                "PAYCOLLECT['CALLBACK_TOKENS'] is empty: no callback URL can be accepted.",
+                hint="Add a long random token; the callback URL is <mount>/callback/<token>/.",
+                id="paycollect.W002",
+            )
+        )
+    elif any(len(str(token)) < 20 for token in paycollect_settings.CALLBACK_TOKENS):
+        messages.append(
+            Warning(
+                "A PAYCOLLECT['CALLBACK_TOKENS'] token is shorter than 20 characters and guessable.",
+                id="paycollect.W003",
+            )
+        )
+    return messages
+
+
+def _looks_like_sandbox(host: str, path: str) -> bool:
+    if host in LOOPBACK_HOSTS:
+        return True
+    return apps.is_installed("django_paycollect.sandbox") and "sandbox" in path
+
+
+@register(Tags.database)
+def check_stored_secrets(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    """Stored keys that no configured encryption key decrypts (keys rotated away too early)."""
+    from . import crypto
+    from .models import Community
+
+    messages: list[CheckMessage] = []
+    try:
+        rows = list(
+            Community.objects.values_list("community_id", "api_key_encrypted", "basic_credentials_encrypted")
+        )
+    except DatabaseError:
+        return []  # not migrated yet
+    for community_id, *tokens in rows:
+        for token in tokens:
+            if not token:
+                continue
+            try:
+                crypto.decrypt(token)
+            except crypto.DecryptionError:
+                messages.append(
+                    Error(
+                        f"A stored key of community {community_id} cannot be decrypted.",
+                        hint="Put the key it was encrypted with back into PAYCOLLECT['ENCRYPTION_KEYS'] "
+                        "(after the current one), or enter the key again in the admin.",
+                        id="paycollect.E005",
+                    )
+                )
+                break
+    return messages

@@ -1,0 +1,76 @@
+"""The ``PAYCOLLECT`` setting, read lazily on every access so ``override_settings`` works.
+
+Every key, its default and its meaning are listed in :data:`DEFAULTS` (and in the settings
+reference of the docs). A key we do not know is an error, not a silent typo.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings as django_settings
+
+from .exceptions import PayCollectConfigurationError
+
+DEFAULTS: dict[str, Any] = {
+    # Where the service is. The testing and live environments differ only here (and in the keys).
+    "BASE_URL": None,
+    # The community configured here works with no Community row at all.
+    "COMMUNITY_ID": None,
+    "API_KEY": None,
+    # (username, password) or "username:password"; only dashboard statistics needs them.
+    "BASIC_CREDENTIALS": None,
+    # The API payment (variable_amount_id) used by start_payment when none is given.
+    "VARIABLE_AMOUNT_ID": None,
+    # (connect seconds, read seconds). Pay can take over ten seconds on the service.
+    "TIMEOUT": (5.0, 30.0),
+    "MAX_NETWORK_RETRIES": 2,
+    # POST or GET: the spec lists both for promocode validation.
+    "PROMOCODE_METHOD": "POST",
+    # Secret path tokens of the callback URL, a list so they can be rotated (first is current).
+    "CALLBACK_TOKENS": [],
+    # True when the community's fees are added in the bill: prepare amount is called first.
+    "FEES_IN_BILL": False,
+    # Where the browser return sends the customer.
+    "SUCCESS_URL": "/",
+    "FAILURE_URL": "/",
+    # Keys that encrypt stored secrets: the first encrypts, all decrypt. Empty: derived from SECRET_KEY.
+    "ENCRYPTION_KEYS": [],
+    # Store request bodies in ApiCall rows (secrets are never stored either way).
+    "STORE_REQUEST_BODIES": True,
+    # Mask names, e-mail addresses and phone numbers in stored request bodies.
+    "REDACT_PII": True,
+    "DEFAULT_CURRENCY": "EGP",
+    "DEFAULT_PAY_USING": "card",
+}
+
+
+class PayCollectSettings:
+    """Attribute access to ``settings.PAYCOLLECT`` merged over :data:`DEFAULTS`."""
+
+    def _user(self) -> Mapping[str, Any]:
+        value = getattr(django_settings, "PAYCOLLECT", {})
+        if not isinstance(value, Mapping):
+            raise PayCollectConfigurationError("settings.PAYCOLLECT must be a dict")
+        return value
+
+    def unknown_keys(self) -> list[str]:
+        return sorted(set(self._user()) - set(DEFAULTS))
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in DEFAULTS:
+            close = difflib.get_close_matches(name, DEFAULTS, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise AttributeError(f"PAYCOLLECT has no key {name}{hint}")
+        return self._user().get(name, DEFAULTS[name])
+
+    def require(self, name: str) -> Any:
+        value = getattr(self, name)
+        if value in (None, "", [], ()):
+            raise PayCollectConfigurationError(f"settings.PAYCOLLECT['{name}'] is required")
+        return value
+
+
+paycollect_settings = PayCollectSettings()

@@ -1,0 +1,445 @@
+"""What the app stores: communities, transactions, direct orders, recurring series, refunds, every call
+of the client (ApiCall) and statistics snapshots.
+
+Each model keeps the service's own words for its fields and, where the service sent an object,
+that object as received (``raw``) beside the typed columns: nothing the service says is dropped.
+Money is ``DecimalField`` (two places); piasters are integers.
+"""
+
+from __future__ import annotations
+
+import uuid as uuid_lib
+from decimal import Decimal
+from typing import Any
+
+import django
+from django.conf import settings
+from django.contrib.contenttypes.fields import GenericForeignKey
+from django.contrib.contenttypes.models import ContentType
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from . import crypto
+from .client import KNOWN_TRANSACTION_STATUSES, TransactionStatus
+
+MONEY: dict[str, Any] = {"max_digits": 14, "decimal_places": 2}
+# CheckConstraint's keyword is "condition" from Django 5.1 on, "check" before (4.2 LTS).
+CHECK_KWARG = "condition" if django.VERSION >= (5, 1) else "check"
+ZERO = Decimal("0.00")
+
+
+def last4(secret: str) -> str:
+    return secret[-4:] if len(secret) > 8 else ""
+
+
+class Community(models.Model):
+    """A merchant account of the service. The community in ``PAYCOLLECT`` needs no row; rows add more."""
+
+    community_id = models.CharField(_("community id"), max_length=100, unique=True)
+    name = models.CharField(_("name"), max_length=200, blank=True)
+    # Encrypted at rest; shown only as the last four characters.
+    api_key_encrypted = models.TextField(blank=True, editable=False)
+    api_key_last4 = models.CharField(max_length=4, blank=True, editable=False)
+    basic_credentials_encrypted = models.TextField(blank=True, editable=False)
+    basic_credentials_last4 = models.CharField(max_length=4, blank=True, editable=False)
+    variable_amount_id = models.PositiveIntegerField(_("default variable_amount_id"), null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = _("community")
+        verbose_name_plural = _("communities")
+        ordering = ["name", "community_id"]
+
+    def __str__(self) -> str:
+        return self.name or self.community_id
+
+    def __repr__(self) -> str:
+        return f"<Community {self.community_id}>"
+
+    @property
+    def api_key(self) -> str:
+        return crypto.decrypt(self.api_key_encrypted) if self.api_key_encrypted else ""
+
+    @api_key.setter
+    def api_key(self, value: str) -> None:
+        self.api_key_encrypted = crypto.encrypt(value) if value else ""
+        self.api_key_last4 = last4(value) if value else ""
+
+    @property
+    def basic_credentials(self) -> str:
+        return crypto.decrypt(self.basic_credentials_encrypted) if self.basic_credentials_encrypted else ""
+
+    @basic_credentials.setter
+    def basic_credentials(self, value: str) -> None:
+        self.basic_credentials_encrypted = crypto.encrypt(value) if value else ""
+        self.basic_credentials_last4 = last4(value) if value else ""
+
+
+REFUNDS_WITHIN_AMOUNT: dict[str, Any] = {
+    CHECK_KWARG: Q(refunded_amount__lte=models.F("total_amount")),
+    "name": "paycollect_refunds_within_amount",
+}
+
+
+class TransactionQuerySet(models.QuerySet["Transaction"]):
+    def open(self) -> TransactionQuerySet:
+        return self.filter(status__in=Transaction.OPEN_STATUSES)
+
+
+class Transaction(models.Model):
+    """A payment, as started here or as learned from the service (renewal charges, callbacks).
+
+    ``status`` only moves forward (see ``services.apply_status``); ``service_status`` is the latest
+    status text the service reported, whatever it is, and ``status_unrecognised`` flags one we do
+    not know. Before the service has accepted it, a transaction is NEW; REJECTED when the service
+    refused to start it; ABANDONED when starting it had an unknown outcome that was never confirmed.
+    """
+
+    NEW = "NEW"
+    PENDING = TransactionStatus.PENDING
+    SUCCESSFUL = TransactionStatus.SUCCESSFUL
+    FAILED = TransactionStatus.FAILED
+    REJECTED = "REJECTED"
+    ABANDONED = "ABANDONED"
+    STATUS_CHOICES = [
+        (NEW, _("new (not yet accepted by the service)")),
+        (PENDING, _("pending")),
+        (SUCCESSFUL, _("successful")),
+        (FAILED, _("failed")),
+        (REJECTED, _("rejected by the service")),
+        (ABANDONED, _("abandoned (start outcome unknown)")),
+    ]
+    OPEN_STATUSES = (NEW, PENDING)
+    KNOWN_SERVICE_STATUSES = KNOWN_TRANSACTION_STATUSES
+
+    CAPTURE_NONE, CAPTURE_PENDING, CAPTURE_DONE, CAPTURE_FAILED, CAPTURE_UNKNOWN = (
+        "",
+        "pending",
+        "captured",
+        "failed",
+        "unknown",
+    )
+    CAPTURE_CHOICES = [
+        (CAPTURE_NONE, _("not captured")),
+        (CAPTURE_PENDING, _("capture pending")),
+        (CAPTURE_DONE, _("captured")),
+        (CAPTURE_FAILED, _("capture failed")),
+        (CAPTURE_UNKNOWN, _("capture outcome unknown")),
+    ]
+
+    uuid = models.CharField(_("transaction uuid"), max_length=64, unique=True, null=True, blank=True)
+    service_id = models.BigIntegerField(_("service's transaction id"), null=True, blank=True)
+    community_id = models.CharField(_("community id"), max_length=100, db_index=True)
+    status = models.CharField(_("status"), max_length=16, choices=STATUS_CHOICES, default=NEW, db_index=True)
+    service_status = models.CharField(_("status reported by the service"), max_length=64, blank=True)
+    status_unrecognised = models.BooleanField(_("unrecognised status"), default=False)
+    total_amount = models.DecimalField(_("total amount"), **MONEY)
+    original_amount = models.DecimalField(_("amount without fees"), null=True, blank=True, **MONEY)
+    currency = models.CharField(_("currency"), max_length=3, default="EGP")
+    total_amount_piasters = models.BigIntegerField(_("total amount in piasters"), null=True, blank=True)
+    payment_for = models.CharField(max_length=40, blank=True)
+    member_id = models.CharField(max_length=100, blank=True)
+    custom_fields = models.JSONField(default=list, blank=True)
+    variable_amount_id = models.PositiveIntegerField(null=True, blank=True)
+    pay_using = models.CharField(_("payment method"), max_length=40, blank=True)
+    iframe_url = models.URLField(max_length=2000, blank=True)
+    bill_reference = models.CharField(_("kiosk bill reference"), max_length=64, blank=True)
+    kiosk_message = models.TextField(blank=True)
+    customer_name = models.CharField(max_length=200, blank=True)
+    customer_email = models.EmailField(blank=True, db_index=True)
+    customer_phone = models.CharField(max_length=32, blank=True)
+    merchant_reference = models.CharField(_("merchant reference"), max_length=200, blank=True, db_index=True)
+    content_type = models.ForeignKey(ContentType, null=True, blank=True, on_delete=models.SET_NULL)
+    object_id = models.CharField(max_length=64, blank=True)
+    merchant_object = GenericForeignKey("content_type", "object_id")
+    capture_state = models.CharField(max_length=10, choices=CAPTURE_CHOICES, default=CAPTURE_NONE, blank=True)
+    captured_amount = models.DecimalField(default=ZERO, **MONEY)
+    captured_at = models.DateTimeField(null=True, blank=True)
+    refunded_amount = models.DecimalField(default=ZERO, **MONEY)
+    outcome_unknown = models.BooleanField(_("outcome unknown"), default=False, db_index=True)
+    amount_mismatch = models.BooleanField(default=False)
+    last_error = models.TextField(blank=True)
+    raw = models.JSONField(_("last fetched object"), null=True, blank=True)
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+    direct_order = models.ForeignKey(
+        "DirectOrder", null=True, blank=True, on_delete=models.PROTECT, related_name="transactions"
+    )
+    series = models.ForeignKey(
+        "RecurringSeries", null=True, blank=True, on_delete=models.PROTECT, related_name="charges"
+    )
+    parent_uuid = models.CharField(_("parent transaction uuid"), max_length=64, blank=True, db_index=True)
+    transaction_order = models.IntegerField(_("order within the series"), null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TransactionQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("transaction")
+        verbose_name_plural = _("transactions")
+        ordering = ["-created_at", "-pk"]
+        permissions = [
+            ("capture_transaction", _("Can capture transactions")),
+            ("refund_transaction", _("Can refund transactions")),
+            ("cancel_recurringseries", _("Can cancel recurring series")),
+            ("sync_transaction", _("Can sync transactions from the service")),
+        ]
+        constraints = [
+            # A double click or a re-rendered page must not start a second payment for one reference.
+            models.UniqueConstraint(
+                fields=["community_id", "merchant_reference"],
+                condition=Q(status__in=["NEW", "PENDING"]) & ~Q(merchant_reference=""),
+                name="paycollect_one_open_payment_per_reference",
+            ),
+            models.CheckConstraint(**REFUNDS_WITHIN_AMOUNT),
+        ]
+        indexes = [models.Index(fields=["status", "created_at"], name="paycollect_txn_status_created")]
+
+    def __str__(self) -> str:
+        return self.uuid or f"transaction #{self.pk} (not started)"
+
+    @property
+    def refundable_amount(self) -> Decimal:
+        return self.total_amount - self.refunded_amount
+
+    @property
+    def is_paid(self) -> bool:
+        return self.status == self.SUCCESSFUL
+
+
+class TransactionStatusChange(models.Model):
+    """Every change of a transaction's status, with what caused it."""
+
+    transaction = models.ForeignKey(Transaction, on_delete=models.CASCADE, related_name="status_changes")
+    from_status = models.CharField(max_length=16)
+    to_status = models.CharField(max_length=16)
+    service_status = models.CharField(max_length=64, blank=True)
+    source = models.CharField(max_length=32)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.from_status} -> {self.to_status} ({self.source})"
+
+
+class DirectOrder(models.Model):
+    """A payable order created on the service; the customer pays through ``payment_link``."""
+
+    NEW, CREATED, REJECTED, UNKNOWN = "NEW", "CREATED", "REJECTED", "UNKNOWN"
+    STATE_CHOICES = [
+        (NEW, _("new")),
+        (CREATED, _("created on the service")),
+        (REJECTED, _("rejected by the service")),
+        (UNKNOWN, _("creation outcome unknown")),
+    ]
+
+    community_id = models.CharField(max_length=100, db_index=True)
+    state = models.CharField(max_length=10, choices=STATE_CHOICES, default=NEW)
+    name = models.CharField(_("order name"), max_length=200)
+    amount = models.DecimalField(**MONEY)
+    currency = models.CharField(max_length=3, default="EGP")
+    discount_amount = models.DecimalField(null=True, blank=True, **MONEY)
+    discount_currency = models.CharField(max_length=3, blank=True)
+    vat_percentage = models.DecimalField(max_digits=5, decimal_places=2, null=True, blank=True)
+    payment_methods = models.JSONField(default=list)
+    customer_name = models.CharField(max_length=200)
+    customer_email = models.EmailField(db_index=True)
+    customer_mobile = models.CharField(max_length=32)
+    customer_title = models.CharField(max_length=100, blank=True)
+    address = models.CharField(max_length=300, blank=True)
+    order_description = models.TextField(blank=True)
+    custom_fields = models.JSONField(_("custom field definitions"), default=list, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    allow_recurring_payments = models.BooleanField(default=False)
+    expiry_date = models.DateField(null=True, blank=True)
+    minimum_days_between_payments = models.PositiveIntegerField(null=True, blank=True)
+    send_by_email = models.BooleanField(default=False)
+    cc_email = models.EmailField(blank=True)
+    send_by_sms = models.BooleanField(default=False)
+    redirect_url = models.URLField(max_length=2000, blank=True)
+    callback_url = models.URLField(max_length=2000, blank=True)
+    paid = models.BooleanField(_("first payment marked paid"), default=False)
+    payment_id = models.CharField(_("service's order id"), max_length=100, blank=True, db_index=True)
+    payment_link = models.URLField(max_length=2000, blank=True)
+    service_message = models.TextField(blank=True)
+    merchant_reference = models.CharField(max_length=200, blank=True, db_index=True)
+    raw = models.JSONField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = _("direct order")
+        verbose_name_plural = _("direct orders")
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.payment_id or self.get_state_display()})"
+
+
+class RecurringSeries(models.Model):
+    """A recurring series: its parent transaction and its charges (transactions with ``series`` set)."""
+
+    CANCEL_NONE, CANCEL_PENDING, CANCEL_DONE, CANCEL_FAILED, CANCEL_UNKNOWN = (
+        "",
+        "pending",
+        "cancelled",
+        "failed",
+        "unknown",
+    )
+    CANCEL_CHOICES = [
+        (CANCEL_NONE, _("not cancelled")),
+        (CANCEL_PENDING, _("cancellation pending")),
+        (CANCEL_DONE, _("cancelled")),
+        (CANCEL_FAILED, _("cancellation failed")),
+        (CANCEL_UNKNOWN, _("cancellation outcome unknown")),
+    ]
+
+    parent_uuid = models.CharField(_("parent transaction uuid"), max_length=64, unique=True)
+    parent_transaction = models.OneToOneField(
+        Transaction, null=True, blank=True, on_delete=models.PROTECT, related_name="series_as_parent"
+    )
+    community_id = models.CharField(max_length=100, db_index=True)
+    expiry_date = models.DateField(null=True, blank=True)
+    minimum_days_between_payments = models.PositiveIntegerField(null=True, blank=True)
+    active = models.BooleanField(default=True)
+    recurring_count = models.PositiveIntegerField(default=0)
+    cancel_state = models.CharField(max_length=10, choices=CANCEL_CHOICES, default=CANCEL_NONE, blank=True)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+    cancelled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    raw = models.JSONField(null=True, blank=True)
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = _("recurring series")
+        verbose_name_plural = _("recurring series")
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"series {self.parent_uuid}"
+
+
+class Refund(models.Model):
+    """A refund asked of the service. Recorded as pending before the call, so it is never lost or doubled."""
+
+    PENDING, SUCCEEDED, FAILED, UNKNOWN = "pending", "succeeded", "failed", "unknown"
+    STATE_CHOICES = [
+        (PENDING, _("pending")),
+        (SUCCEEDED, _("succeeded")),
+        (FAILED, _("failed")),
+        (UNKNOWN, _("outcome unknown")),
+    ]
+    #: States whose amount may have left, so it counts against what is still refundable.
+    HOLDING_STATES = (PENDING, SUCCEEDED, UNKNOWN)
+
+    transaction = models.ForeignKey(Transaction, on_delete=models.PROTECT, related_name="refunds")
+    amount = models.DecimalField(**MONEY)
+    state = models.CharField(max_length=10, choices=STATE_CHOICES, default=PENDING, db_index=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    service_message = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("refund")
+        verbose_name_plural = _("refunds")
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"refund {self.amount} of {self.transaction_id} ({self.state})"
+
+
+class ApiCall(models.Model):
+    """One call of the client, whatever its outcome: what was sent (no secrets, PII masked) and the answer."""
+
+    operation = models.CharField(max_length=32, db_index=True)
+    community_id = models.CharField(max_length=100, blank=True, db_index=True)
+    method = models.CharField(max_length=8)
+    path = models.CharField(max_length=500)
+    request_body = models.JSONField(null=True, blank=True)
+    sent = models.BooleanField(default=True)
+    http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    code = models.IntegerField(_("envelope status.code"), null=True, blank=True)
+    message = models.TextField(blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    data = models.JSONField(null=True, blank=True)
+    count = models.IntegerField(null=True, blank=True)
+    next = models.TextField(blank=True)
+    previous = models.TextField(blank=True)
+    error_class = models.CharField(max_length=64, blank=True, db_index=True)
+    error_message = models.TextField(blank=True)
+    body_excerpt = models.TextField(blank=True)
+    outcome_unknown = models.BooleanField(default=False)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    task_id = models.CharField(_("Celery task id"), max_length=255, blank=True, db_index=True)
+    transaction = models.ForeignKey(
+        Transaction, null=True, blank=True, on_delete=models.SET_NULL, related_name="api_calls"
+    )
+    direct_order = models.ForeignKey(
+        DirectOrder, null=True, blank=True, on_delete=models.SET_NULL, related_name="api_calls"
+    )
+    refund = models.ForeignKey(
+        Refund, null=True, blank=True, on_delete=models.SET_NULL, related_name="api_calls"
+    )
+    series = models.ForeignKey(
+        RecurringSeries, null=True, blank=True, on_delete=models.SET_NULL, related_name="api_calls"
+    )
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        verbose_name = _("API call")
+        verbose_name_plural = _("API calls")
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        outcome = self.error_class or str(self.http_status)
+        return f"{self.operation} {outcome} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+    @property
+    def succeeded(self) -> bool:
+        return not self.error_class
+
+
+class StatisticsSnapshot(models.Model):
+    """A community's dashboard statistics at a time."""
+
+    community_id = models.CharField(max_length=100, db_index=True)
+    taken_at = models.DateTimeField(default=timezone.now, db_index=True)
+    balance = models.DecimalField(null=True, **MONEY)
+    total_settled = models.DecimalField(null=True, **MONEY)
+    total_number_of_transactions = models.BigIntegerField(null=True)
+    total_collected_transactions = models.DecimalField(null=True, **MONEY)
+    weekly_collected_transactions = models.DecimalField(null=True, **MONEY)
+    raw = models.JSONField(null=True)
+
+    class Meta:
+        verbose_name = _("statistics snapshot")
+        ordering = ["-taken_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.community_id} at {self.taken_at:%Y-%m-%d %H:%M}"
+
+
+def json_safe(value: Any) -> Any:
+    """Decimals to text so a JSONField stores them exactly (never as floats)."""
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, uuid_lib.UUID):
+        return str(value)
+    return value

@@ -1,0 +1,135 @@
+"""DRF serializers for what comes in: inputs of the service layer (and, later, callback bodies,
+return parameters and the optional REST API).
+
+The spec's rules (names, phones, currencies, amounts, recurring fields) live once, in
+``django_paycollect.client.validation.Checker``; the fields here call it, so a rule never drifts
+between the client and the forms, admin and API that feed the service layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from rest_framework import serializers
+
+from .client import CURRENCIES, DEFAULT_CURRENCY, DEFAULT_PAY_USING
+from .client.validation import Checker
+
+
+def _spec_rule(rule: Callable[..., Any], **options: Any) -> Callable[[Any], Any]:
+    """A DRF validator running one of the client's checks on the field's value."""
+
+    def validate(value: Any) -> Any:
+        check = Checker()
+        rule(check, "value", value, **options)
+        if check.field_errors:
+            raise serializers.ValidationError([m for ms in check.field_errors.values() for m in ms])
+        return value
+
+    return validate
+
+
+def money_field(**kwargs: Any) -> serializers.DecimalField:
+    return serializers.DecimalField(
+        max_digits=14, decimal_places=2, min_value=Decimal("0.01"), coerce_to_string=False, **kwargs
+    )
+
+
+class RecurringTermsSerializer(serializers.Serializer[dict[str, Any]]):
+    expiry_date = serializers.DateField()
+    minimum_days_between_payments = serializers.IntegerField(min_value=1)
+
+
+class BillingDataSerializer(serializers.Serializer[dict[str, Any]]):
+    name = serializers.CharField(max_length=200, validators=[_spec_rule(Checker.person_name)])
+    email = serializers.EmailField()
+    phone_number = serializers.CharField(max_length=32, validators=[_spec_rule(Checker.phone)])
+
+
+class StartPaymentSerializer(serializers.Serializer[dict[str, Any]]):
+    amount = money_field()
+    currency = serializers.ChoiceField(choices=CURRENCIES, default=DEFAULT_CURRENCY)
+    pay_using = serializers.CharField(max_length=40, default=DEFAULT_PAY_USING)
+    billing_data = BillingDataSerializer()
+    merchant_reference = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    community_id = serializers.CharField(max_length=100, required=False, allow_null=True, default=None)
+    variable_amount_id = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
+    membership_id = serializers.CharField(max_length=100, required=False, allow_null=True, default=None)
+    recurring = RecurringTermsSerializer(required=False, allow_null=True, default=None)
+    promocode_id = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
+    custom_fields = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        default=list,
+        validators=[_spec_rule(lambda check, path, value: check.custom_field_values(value))],
+    )
+    language = serializers.CharField(max_length=16, required=False, allow_null=True, default=None)
+
+
+class CustomFieldDefinitionSerializer(serializers.Serializer[dict[str, Any]]):
+    field_label = serializers.CharField(max_length=200)
+    field_type = serializers.ChoiceField(choices=["TEXT", "NUMBER", "CHECKBOX", "DROPDOWNLIST"])
+    # DRF's metaclass takes declared fields off the class, so this does not shadow Field.required.
+    required = serializers.BooleanField(required=False, allow_null=True, default=None)  # type: ignore[assignment]
+    field_choices = serializers.CharField(required=False, allow_null=True, allow_blank=True, default=None)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        check = Checker()
+        check.custom_field_definitions([attrs])
+        if check.field_errors:
+            raise serializers.ValidationError(
+                {path.rsplit(".", 1)[-1]: msgs for path, msgs in check.field_errors.items()}
+            )
+        return attrs
+
+
+class TagSerializer(serializers.Serializer[dict[str, Any]]):
+    id = serializers.IntegerField(min_value=1)
+    name = serializers.CharField(max_length=100)
+
+
+class DirectOrderSerializer(serializers.Serializer[dict[str, Any]]):
+    name = serializers.CharField(max_length=200)
+    amount = money_field()
+    currency = serializers.ChoiceField(choices=CURRENCIES, default=DEFAULT_CURRENCY)
+    payment_methods = serializers.ListField(child=serializers.CharField(max_length=40), min_length=1)
+    customer_name = serializers.CharField(max_length=200, validators=[_spec_rule(Checker.person_name)])
+    customer_email = serializers.EmailField()
+    customer_mobile = serializers.CharField(max_length=32, validators=[_spec_rule(Checker.phone)])
+    community_id = serializers.CharField(max_length=100, required=False, allow_null=True, default=None)
+    discount_amount = money_field(required=False, allow_null=True, default=None)
+    vat_percentage = serializers.DecimalField(
+        max_digits=5,
+        decimal_places=2,
+        min_value=Decimal(0),
+        max_value=Decimal(100),
+        required=False,
+        allow_null=True,
+        default=None,
+        coerce_to_string=False,
+    )
+    recurring = RecurringTermsSerializer(required=False, allow_null=True, default=None)
+    custom_fields = CustomFieldDefinitionSerializer(many=True, required=False, default=list)
+    tags = TagSerializer(many=True, required=False, default=list)
+    order_description = serializers.CharField(required=False, allow_blank=True, default="")
+    address = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
+    customer_title = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    send_by_email = serializers.BooleanField(default=False)
+    cc_email = serializers.EmailField(required=False, allow_blank=True, default="")
+    send_by_sms = serializers.BooleanField(default=False)
+    redirect_url = serializers.URLField(max_length=2000, required=False, allow_blank=True, default="")
+    callback_url = serializers.URLField(max_length=2000, required=False, allow_blank=True, default="")
+    paid = serializers.BooleanField(default=False)
+    merchant_reference = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        discount = attrs.get("discount_amount")
+        if discount is not None and discount >= attrs["amount"]:
+            raise serializers.ValidationError({"discount_amount": ["Must be less than the amount."]})
+        return attrs
+
+
+class RefundSerializer(serializers.Serializer[dict[str, Any]]):
+    amount = money_field(required=False, allow_null=True, default=None)

@@ -1,0 +1,971 @@
+"""The service layer: the only code that calls the client, records envelopes, changes state and sends signals.
+
+Views, admin actions, Celery tasks and management commands call these functions and nothing
+else. The rules they keep:
+
+* every call of the client is recorded as an :class:`~django_paycollect.models.ApiCall`, whatever
+  its outcome, secrets never stored and PII masked;
+* state changes happen under a row lock (``select_for_update``), through a status machine that
+  only moves forward, and signals are sent once per real change, after the commit;
+* state-changing calls (pay, direct order, capture, refund, cancel recurring, create community)
+  are never resent: an ambiguous failure is recorded as "outcome unknown" and reconciliation
+  fetches the truth. They refuse to run inside ``transaction.atomic``, where a rollback after the
+  call would forget what the service did.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, TypeVar
+
+from django.contrib.contenttypes.models import ContentType
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Model, Sum
+from django.utils import timezone
+from rest_framework import serializers as drf_serializers
+
+from . import signals
+from .client import (
+    OPERATIONS,
+    Envelope,
+    PayCollectClient,
+    PayCollectError,
+    ValidationError,
+    field_errors_from,
+    to_piasters,
+)
+from .client import Transaction as FetchedTransaction
+from .client.types import (
+    DashboardStatistics,
+    PromocodeValidated,
+)
+from .conf import paycollect_settings
+from .exceptions import PayCollectConfigurationError, PaymentRefused, ServiceUsageError
+from .models import (
+    ApiCall,
+    Community,
+    DirectOrder,
+    RecurringSeries,
+    Refund,
+    StatisticsSnapshot,
+    Transaction,
+    TransactionStatusChange,
+    json_safe,
+)
+from .serializers import DirectOrderSerializer, RefundSerializer, StartPaymentSerializer
+
+logger = logging.getLogger("django_paycollect.services")
+
+T = TypeVar("T")
+
+#: Celery task id of the task calling the service layer, stored on each ApiCall (set by tasks).
+current_task_id: contextvars.ContextVar[str] = contextvars.ContextVar("paycollect_task_id", default="")
+
+
+# --- configuration and clients ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CommunityConfig:
+    """Credentials of one community: from a Community row, or from PAYCOLLECT for the default one."""
+
+    community_id: str
+    api_key: str
+    basic_credentials: str
+    variable_amount_id: int | None
+
+    def __repr__(self) -> str:  # never show the secrets
+        return f"CommunityConfig({self.community_id!r})"
+
+
+def community_config(community_id: str | None = None) -> CommunityConfig:
+    default_id = paycollect_settings.COMMUNITY_ID
+    wanted = community_id or default_id
+    if not wanted:
+        raise PayCollectConfigurationError("settings.PAYCOLLECT['COMMUNITY_ID'] is required")
+    row = Community.objects.filter(community_id=wanted).first()
+    if row is not None and row.api_key_encrypted:
+        return CommunityConfig(wanted, row.api_key, row.basic_credentials, row.variable_amount_id)
+    if wanted == default_id:
+        basic = paycollect_settings.BASIC_CREDENTIALS or ""
+        if isinstance(basic, (tuple, list)):
+            basic = ":".join(basic)
+        return CommunityConfig(
+            wanted,
+            paycollect_settings.require("API_KEY"),
+            basic,
+            paycollect_settings.VARIABLE_AMOUNT_ID or (row.variable_amount_id if row else None),
+        )
+    raise PayCollectConfigurationError(
+        f"community {wanted} has no Community row with an API key and is not PAYCOLLECT['COMMUNITY_ID']"
+    )
+
+
+_clients = threading.local()
+
+
+def get_client(config: CommunityConfig, *, timeout: tuple[float, float] | None = None) -> PayCollectClient:
+    """A client for the community, one per thread and configuration so connections are pooled."""
+    timeout = tuple(timeout or paycollect_settings.TIMEOUT)
+    fingerprint = hashlib.sha256(
+        "\x00".join(
+            map(
+                str,
+                (
+                    paycollect_settings.require("BASE_URL"),
+                    config.api_key,
+                    config.basic_credentials,
+                    timeout,
+                    paycollect_settings.MAX_NETWORK_RETRIES,
+                    paycollect_settings.PROMOCODE_METHOD,
+                ),
+            )
+        ).encode()
+    ).hexdigest()
+    cache: dict[str, PayCollectClient] = getattr(_clients, "cache", None) or {}
+    _clients.cache = cache
+    client = cache.get(fingerprint)
+    if client is None:
+        client = PayCollectClient(
+            paycollect_settings.BASE_URL,
+            api_key=config.api_key or None,
+            basic_credentials=config.basic_credentials or None,
+            timeout=timeout,
+            max_network_retries=paycollect_settings.MAX_NETWORK_RETRIES,
+            promocode_method=paycollect_settings.PROMOCODE_METHOD,
+        )
+        cache[fingerprint] = client
+    return client
+
+
+# --- recording API calls ------------------------------------------------------------------
+
+_PII_KEYS = {
+    "name": "name",  # billing_data.name only (see _mask_body)
+    "email": "email",
+    "phone_number": "phone",
+    "customer_name": "name",
+    "customer_email": "email",
+    "customer_mobile": "phone",
+    "cc_email": "email",
+    "phone": "phone",
+    "address": "text",
+}
+
+
+def mask(value: Any, kind: str) -> Any:
+    """``Mona Ali`` -> ``M*** A***``; ``mona@example.com`` -> ``m***@example.com``; phones keep 4 digits."""
+    if not isinstance(value, str) or not value:
+        return value
+    if kind == "email" and "@" in value:
+        local, _, domain = value.partition("@")
+        return f"{local[:1]}***@{domain}"
+    if kind == "phone":
+        return f"{value[:3]}***{value[-4:]}" if len(value) > 8 else "***"
+    if kind == "name":
+        return " ".join(f"{part[:1]}***" for part in value.split())
+    return "***"
+
+
+def _mask_body(body: Any, *, inside_billing: bool = False) -> Any:
+    if isinstance(body, Mapping):
+        out = {}
+        for key, value in body.items():
+            kind = _PII_KEYS.get(key)
+            if key == "name" and not inside_billing:
+                kind = None  # an order's or a community's name is not personal data
+            if key == "billing_data":
+                out[key] = _mask_body(value, inside_billing=True)
+            elif kind:
+                out[key] = mask(value, kind)
+            else:
+                out[key] = _mask_body(value)
+        return out
+    if isinstance(body, list):
+        return [_mask_body(item) for item in body]
+    return body
+
+
+def _without(value: Any, secrets: tuple[str, ...]) -> Any:
+    """Remove secret values wherever they appear, in case the service echoes one back."""
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret and secret in value:
+                value = value.replace(secret, "***")
+        return value
+    if isinstance(value, Mapping):
+        return {k: _without(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without(v, secrets) for v in value]
+    return value
+
+
+def _secrets(config: CommunityConfig | None) -> tuple[str, ...]:
+    values = [config.api_key, config.basic_credentials] if config else []
+    values += [str(t) for t in paycollect_settings.CALLBACK_TOKENS or []]
+    return tuple(v for v in values if v)
+
+
+def _record(
+    operation: str,
+    config: CommunityConfig | None,
+    *,
+    envelope: Envelope[Any] | None = None,
+    error: PayCollectError | None = None,
+    links: Mapping[str, Model | None] | None = None,
+) -> ApiCall:
+    call = envelope.call if envelope is not None else (error.call if error is not None else None)
+    op = OPERATIONS[operation]
+    secrets = _secrets(config)
+    body: Any = None
+    if call is not None and paycollect_settings.STORE_REQUEST_BODIES:
+        body = call.request_body
+        if paycollect_settings.REDACT_PII:
+            body = _mask_body(body)
+        body = _without(json_safe(body), secrets)
+    answer = envelope if envelope is not None else (error.envelope if error is not None else None)
+    errors: Any = answer.errors if answer is not None else []
+    if isinstance(error, ValidationError) and not error.sent:
+        errors = [error.field_errors]
+    row = ApiCall(
+        operation=operation,
+        community_id=config.community_id if config else "",
+        method=call.method if call else op.method,
+        path=(call.path if call else op.path)[:500],
+        request_body=body,
+        sent=call is not None,
+        http_status=call.http_status if call else None,
+        code=answer.code if answer is not None else None,
+        message=_without(answer.message, secrets) if answer is not None else "",
+        errors=_without(json_safe(errors), secrets),
+        data=_without(json_safe(answer.data), secrets) if answer is not None else None,
+        count=answer.count if answer is not None else None,
+        next=answer.next or "" if answer is not None else "",
+        previous=answer.previous or "" if answer is not None else "",
+        error_class=type(error).__name__ if error is not None else "",
+        error_message=_without(str(error), secrets) if error is not None else "",
+        body_excerpt=error.body_excerpt if error is not None else "",
+        outcome_unknown=bool(error is not None and error.outcome_unknown),
+        duration_ms=round(call.duration * 1000) if call else None,
+        attempts=call.attempts if call else 0,
+        task_id=current_task_id.get(),
+        **{name: obj for name, obj in (links or {}).items()},
+    )
+    row.save()
+    return row
+
+
+def _invoke(
+    operation: str,
+    config: CommunityConfig | None,
+    call: Callable[[], Envelope[T]],
+    *,
+    links: Mapping[str, Model | None] | None = None,
+) -> tuple[Envelope[T] | None, PayCollectError | None, ApiCall]:
+    """Call the client once; record the ApiCall whatever happens; return the envelope or the error."""
+    try:
+        envelope = call()
+    except PayCollectError as exc:
+        return None, exc, _record(operation, config, error=exc, links=links)
+    return envelope, None, _record(operation, config, envelope=envelope, links=links)
+
+
+def _refused(error: PayCollectError) -> PaymentRefused:
+    if isinstance(error, ValidationError) and error.field_errors:
+        return PaymentRefused(error.field_errors)
+    return PaymentRefused(str(error))
+
+
+def _validated(
+    serializer_class: type[drf_serializers.Serializer[Any]], data: Mapping[str, Any]
+) -> dict[str, Any]:
+    serializer = serializer_class(data=dict(data))
+    if not serializer.is_valid():
+        raise PaymentRefused(field_errors_from([serializer.errors]))
+    return dict(serializer.validated_data)
+
+
+def _require_autocommit(operation: str) -> None:
+    if connection.in_atomic_block:
+        raise ServiceUsageError(
+            f"{operation} changes money at the service and must not run inside transaction.atomic "
+            "(a rollback would forget what the service did). Call it from a view marked "
+            "transaction.non_atomic_requests, or from its Celery task."
+        )
+
+
+def _after_commit(signal: Any, **kwargs: Any) -> None:
+    def send() -> None:
+        for receiver, result in signal.send_robust(sender=kwargs.pop("sender", Transaction), **kwargs):
+            if isinstance(result, Exception):
+                logger.error("receiver %r of a paycollect signal failed", receiver, exc_info=result)
+
+    transaction.on_commit(send)
+
+
+# --- the status machine -------------------------------------------------------------------
+
+_RANK = {
+    Transaction.NEW: 0,
+    Transaction.PENDING: 1,
+    Transaction.FAILED: 2,
+    Transaction.REJECTED: 2,
+    Transaction.ABANDONED: 2,
+    Transaction.SUCCESSFUL: 3,
+}
+
+
+def apply_status(txn: Transaction, reported: str, *, source: str) -> bool:
+    """Move ``txn`` (locked by the caller) to the status the service reported, if that is forward.
+
+    An unknown status is kept in ``service_status`` and flagged, never applied and never dropped.
+    SUCCESSFUL is final: no late or forged message moves it back. FAILED may still become
+    SUCCESSFUL, so a late payment after a failed attempt is recorded, not lost.
+    Returns True when the status changed; the signals follow after the commit.
+    """
+    txn.service_status = reported
+    txn.status_unrecognised = reported not in Transaction.KNOWN_SERVICE_STATUSES
+    if txn.status_unrecognised:
+        logger.warning("transaction %s: unrecognised status %r kept, not applied", txn.uuid, reported)
+        return False
+    before = txn.status
+    if _RANK[reported] <= _RANK[before]:
+        return False  # same or backward: a late, duplicated or forged message
+    txn.status = reported
+    TransactionStatusChange.objects.create(
+        transaction=txn, from_status=before, to_status=reported, service_status=reported, source=source
+    )
+    _after_commit(
+        signals.transaction_status_changed,
+        transaction=txn,
+        from_status=before,
+        to_status=reported,
+        source=source,
+    )
+    if reported == Transaction.SUCCESSFUL:
+        _after_commit(signals.payment_succeeded, transaction=txn)
+        if txn.series_id and txn.parent_uuid and txn.parent_uuid != txn.uuid:
+            _after_commit(signals.recurring_charge_succeeded, transaction=txn, series=txn.series)
+    elif reported == Transaction.FAILED:
+        _after_commit(signals.payment_failed, transaction=txn)
+    return True
+
+
+def _set_local_status(txn: Transaction, status: str, *, source: str) -> None:
+    before = txn.status
+    if before == status:
+        return
+    txn.status = status
+    TransactionStatusChange.objects.create(
+        transaction=txn, from_status=before, to_status=status, source=source
+    )
+    _after_commit(
+        signals.transaction_status_changed,
+        transaction=txn,
+        from_status=before,
+        to_status=status,
+        source=source,
+    )
+
+
+M = TypeVar("M", bound=Model)
+
+
+@contextmanager
+def _locked(model: type[M], pk: int) -> Iterator[M]:
+    with transaction.atomic():
+        yield model._default_manager.select_for_update().get(pk=pk)
+
+
+# --- operations -----------------------------------------------------------------------------
+
+
+def prepare_amount(
+    amount: Decimal,
+    *,
+    currency: str | None = None,
+    payment_method: str | None = None,
+    community_id: str | None = None,
+) -> Decimal:
+    """The total with the service's fees for ``amount`` (what Pay must charge when fees are in the bill)."""
+    config = community_config(community_id)
+    client = get_client(config)
+    envelope, error, _ = _invoke(
+        "prepare_amount",
+        config,
+        lambda: client.prepare_amount(
+            community_id=config.community_id,
+            amount=amount,
+            currency=currency,
+            selected_payment_method=payment_method,
+        ),
+    )
+    if error is not None:
+        raise _refused(error) if isinstance(error, ValidationError) else error
+    assert envelope is not None
+    total = envelope.result.total_amount
+    if total is None:
+        raise PaymentRefused({"total_amount": ["The service's answer has no total_amount."]})
+    return total
+
+
+def start_payment(
+    *,
+    amount: Decimal,
+    billing_data: Mapping[str, str],
+    merchant_reference: str = "",
+    merchant_object: Model | None = None,
+    currency: str | None = None,
+    pay_using: str | None = None,
+    community_id: str | None = None,
+    variable_amount_id: int | None = None,
+    membership_id: str | None = None,
+    recurring: Mapping[str, Any] | None = None,
+    promocode_id: int | None = None,
+    custom_fields: list[Mapping[str, Any]] | None = None,
+    language: str | None = None,
+) -> Transaction:
+    """Start a payment and return its Transaction, with ``iframe_url`` (or a kiosk ``bill_reference``).
+
+    When ``merchant_reference`` already has an open (NEW or PENDING) transaction, that one is
+    returned and nothing is charged again. When fees are added in the bill, prepare amount is
+    called first and ``amount`` is the cost without fees. ``recurring`` is
+    ``{"expiry_date": date, "minimum_days_between_payments": n}``.
+    Raises :class:`PaymentRefused` (naming the fields) when the input or the service refuses it;
+    after an ambiguous failure the transaction is returned with ``outcome_unknown`` set.
+    """
+    _require_autocommit("start_payment")
+    data = _validated(
+        StartPaymentSerializer,
+        {
+            "amount": amount,
+            "currency": currency or paycollect_settings.DEFAULT_CURRENCY,
+            "pay_using": pay_using or paycollect_settings.DEFAULT_PAY_USING,
+            "billing_data": dict(billing_data),
+            "merchant_reference": merchant_reference,
+            "community_id": community_id,
+            "variable_amount_id": variable_amount_id,
+            "membership_id": membership_id,
+            "recurring": dict(recurring) if recurring else None,
+            "promocode_id": promocode_id,
+            "custom_fields": [dict(f) for f in custom_fields or []],
+            "language": language,
+        },
+    )
+    config = community_config(data["community_id"])
+    amount_id = data["variable_amount_id"] or config.variable_amount_id
+    if not amount_id:
+        raise PaymentRefused({"variable_amount_id": ["No variable_amount_id given or configured."]})
+    reference = data["merchant_reference"]
+    if reference:
+        existing = Transaction.objects.open().filter(
+            community_id=config.community_id, merchant_reference=reference
+        )
+        found = existing.first()
+        if found is not None:
+            return found
+
+    original = data["amount"]
+    charged = original
+    if paycollect_settings.FEES_IN_BILL:
+        charged = prepare_amount(
+            original,
+            currency=data["currency"],
+            payment_method=data["pay_using"],
+            community_id=config.community_id,
+        )
+    billing = data["billing_data"]
+    try:
+        with transaction.atomic():
+            txn = Transaction.objects.create(
+                community_id=config.community_id,
+                total_amount=charged,
+                original_amount=original,
+                currency=data["currency"],
+                total_amount_piasters=to_piasters(charged),
+                payment_for="API_PAYMENT",
+                member_id=data["membership_id"] or "",
+                custom_fields=json_safe(data["custom_fields"]),
+                variable_amount_id=amount_id,
+                pay_using=data["pay_using"],
+                customer_name=billing["name"],
+                customer_email=billing["email"],
+                customer_phone=billing["phone_number"],
+                merchant_reference=reference,
+                content_type=ContentType.objects.get_for_model(merchant_object) if merchant_object else None,
+                object_id=str(merchant_object.pk) if merchant_object else "",
+            )
+    except IntegrityError:
+        # Another request started the same reference a moment ago: return that one.
+        return Transaction.objects.open().get(community_id=config.community_id, merchant_reference=reference)
+
+    client = get_client(config)
+    terms = data["recurring"]
+    envelope, error, _ = _invoke(
+        "pay",
+        config,
+        lambda: client.pay(
+            community_id=config.community_id,
+            amount=charged,
+            original_amount=original,
+            currency=data["currency"],
+            variable_amount_id=amount_id,
+            pay_using=data["pay_using"],
+            billing_data=billing,
+            membership_id=data["membership_id"],
+            is_recurring=True if terms else None,
+            expiry_date=terms["expiry_date"] if terms else None,
+            minimum_days_between_payments=terms["minimum_days_between_payments"] if terms else None,
+            promocode_id=data["promocode_id"],
+            custom_fields=data["custom_fields"] or None,
+            language=data["language"],
+        ),
+        links={"transaction": txn},
+    )
+    with _locked(Transaction, txn.pk) as txn:
+        if error is not None:
+            txn.last_error = str(error)[:2000]
+            if error.outcome_unknown:
+                txn.outcome_unknown = True
+                txn.save()
+                return txn
+            _set_local_status(txn, Transaction.REJECTED, source="pay")
+            txn.save()
+        else:
+            assert envelope is not None
+            started = envelope.result
+            txn.uuid = started.transaction_uuid
+            txn.service_id = started.transaction_id
+            txn.iframe_url = started.iframe_url or ""
+            txn.bill_reference = started.bill_reference or ""
+            txn.kiosk_message = started.message or ""
+            apply_status(txn, started.transaction_status or Transaction.PENDING, source="pay")
+            txn.save()
+            return txn
+    raise _refused(error)
+
+
+def sync_transaction(
+    txn: Transaction | None = None,
+    *,
+    uuid: str | None = None,
+    community_id: str | None = None,
+    source: str = "sync",
+    timeout: tuple[float, float] | None = None,
+) -> Transaction:
+    """Fetch the transaction from the service and apply what it says (never what a message claimed).
+
+    Given only a ``uuid`` we do not store yet (a renewal charge, a payment started elsewhere), the
+    transaction is created from the fetched object and linked to its recurring series. When the
+    fetched community, amount or currency differs from what we stored, the transaction is flagged
+    and ``amount_mismatch_detected`` is sent instead of applying the status.
+    Raises the client's error when the service cannot be read (the caller decides to retry).
+    """
+    if txn is None:
+        if not uuid:
+            raise ValueError("sync_transaction needs a transaction or a uuid")
+        txn = Transaction.objects.filter(uuid=uuid).first()
+    if txn is not None and not txn.uuid:
+        raise ServiceUsageError("this transaction was never accepted by the service: nothing to fetch")
+    wanted_uuid = txn.uuid if txn is not None else uuid
+    assert wanted_uuid
+    config = community_config(txn.community_id if txn is not None else community_id)
+    client = get_client(config, timeout=timeout)
+    envelope, error, api_call = _invoke(
+        "get_transaction",
+        config,
+        lambda: client.get_transaction(community_id=config.community_id, transaction_uuid=wanted_uuid),
+        links={"transaction": txn},
+    )
+    if error is not None:
+        raise error
+    assert envelope is not None
+    fetched = envelope.result
+
+    with transaction.atomic():
+        if txn is None:
+            txn = _create_from_fetched(config.community_id, wanted_uuid, fetched)
+            api_call.transaction = txn
+            api_call.save(update_fields=["transaction"])
+        txn = Transaction.objects.select_for_update().get(pk=txn.pk)
+        txn.raw = json_safe(envelope.data)
+        txn.last_synced_at = timezone.now()
+        txn.service_id = fetched.id or txn.service_id
+        _link_series(txn, fetched)
+        differences = _differences(txn, config.community_id, fetched)
+        if differences:
+            if not txn.amount_mismatch:
+                txn.amount_mismatch = True
+                _after_commit(signals.amount_mismatch_detected, transaction=txn, differences=differences)
+            txn.service_status = fetched.status or ""
+        else:
+            if fetched.status:
+                apply_status(txn, fetched.status, source=source)
+            txn.outcome_unknown = False
+        txn.save()
+    return txn
+
+
+def _differences(
+    txn: Transaction, community_id: str, fetched: FetchedTransaction
+) -> dict[str, tuple[Any, Any]]:
+    differences: dict[str, tuple[Any, Any]] = {}
+    if txn.community_id != community_id:
+        differences["community_id"] = (txn.community_id, community_id)
+    if fetched.total_amount is not None and fetched.total_amount != txn.total_amount:
+        differences["total_amount"] = (str(txn.total_amount), str(fetched.total_amount))
+    if fetched.total_amount_currency and fetched.total_amount_currency != txn.currency:
+        differences["currency"] = (txn.currency, fetched.total_amount_currency)
+    return differences
+
+
+def _create_from_fetched(community_id: str, uuid: str, fetched: FetchedTransaction) -> Transaction:
+    amount = fetched.total_amount if fetched.total_amount is not None else Decimal("0.00")
+    txn, _ = Transaction.objects.get_or_create(
+        uuid=uuid,
+        defaults={
+            "community_id": community_id,
+            "service_id": fetched.id,
+            "total_amount": amount,
+            "currency": fetched.total_amount_currency or paycollect_settings.DEFAULT_CURRENCY,
+            "total_amount_piasters": fetched.total_amount_piasters,
+            "payment_for": fetched.payment_for or "",
+            "member_id": fetched.member_id or "",
+            "custom_fields": json_safe(fetched.custom_fields_json) or [],
+            "status": Transaction.NEW,
+        },
+    )
+    return txn
+
+
+def _link_series(txn: Transaction, fetched: FetchedTransaction) -> None:
+    info = fetched.recurring
+    if info is None or not info.parent_transaction:
+        return
+    series, _ = RecurringSeries.objects.select_for_update().get_or_create(
+        parent_uuid=info.parent_transaction, defaults={"community_id": txn.community_id}
+    )
+    if info.parent_transaction == txn.uuid:
+        series.parent_transaction = txn
+    series.expiry_date = info.expiry_date or series.expiry_date
+    series.minimum_days_between_payments = (
+        info.minimum_days_between_payments or series.minimum_days_between_payments
+    )
+    if info.recurring_count is not None:
+        series.recurring_count = max(series.recurring_count, info.recurring_count)
+    if info.active is not None and series.cancel_state != RecurringSeries.CANCEL_DONE:
+        series.active = info.active
+    series.raw = json_safe(dict(info.extra) | {"type": info.type})
+    series.last_synced_at = timezone.now()
+    series.save()
+    txn.series = series
+    txn.parent_uuid = info.parent_transaction
+    txn.transaction_order = info.transaction_order
+
+
+def capture(txn: Transaction, *, user: Any = None) -> Transaction:
+    """Capture a successful transaction. Recorded as pending before the call; never resent."""
+    _require_autocommit("capture")
+    with _locked(Transaction, txn.pk) as locked:
+        if locked.status != Transaction.SUCCESSFUL:
+            raise PaymentRefused(
+                {"transaction": [f"Only a successful transaction can be captured ({locked.status})."]}
+            )
+        if locked.capture_state in (
+            Transaction.CAPTURE_DONE,
+            Transaction.CAPTURE_PENDING,
+            Transaction.CAPTURE_UNKNOWN,
+        ):
+            raise PaymentRefused({"transaction": [f"Capture already {locked.get_capture_state_display()}."]})
+        locked.capture_state = Transaction.CAPTURE_PENDING
+        locked.save(update_fields=["capture_state", "updated_at"])
+    config = community_config(txn.community_id)
+    client = get_client(config)
+    _, error, _ = _invoke(
+        "capture",
+        config,
+        lambda: client.capture(transaction_uuid=locked.uuid or ""),
+        links={"transaction": locked},
+    )
+    with _locked(Transaction, txn.pk) as locked:
+        if error is None:
+            locked.capture_state = Transaction.CAPTURE_DONE
+            locked.captured_amount = locked.total_amount
+            locked.captured_at = timezone.now()
+            _after_commit(signals.capture_succeeded, transaction=locked)
+        else:
+            locked.capture_state = (
+                Transaction.CAPTURE_UNKNOWN if error.outcome_unknown else Transaction.CAPTURE_FAILED
+            )
+            locked.last_error = str(error)[:2000]
+        locked.save()
+    if error is not None and not error.outcome_unknown:
+        raise _refused(error)
+    return locked
+
+
+def refund(txn: Transaction, amount: Decimal | None = None, *, user: Any = None) -> Refund:
+    """Refund ``amount`` (default: all that is still refundable) of a successful transaction.
+
+    Three phases so that no race refunds more than was paid: (1) lock the transaction, check the
+    amount against what is still refundable counting pending and unknown refunds, record the
+    refund as pending, commit; (2) call the service; (3) lock again and record the result. An
+    ambiguous failure leaves the refund "unknown" for reconciliation; it is never resent.
+    """
+    _require_autocommit("refund")
+    wanted = _validated(RefundSerializer, {"amount": amount})["amount"]
+    with _locked(Transaction, txn.pk) as locked:
+        if locked.status != Transaction.SUCCESSFUL:
+            raise PaymentRefused(
+                {"transaction": [f"Only a successful transaction can be refunded ({locked.status})."]}
+            )
+        holding = locked.refunds.filter(state__in=(Refund.PENDING, Refund.UNKNOWN)).aggregate(
+            s=Sum("amount")
+        )["s"]
+        refundable = locked.total_amount - locked.refunded_amount - (holding or Decimal("0"))
+        wanted = refundable if wanted is None else wanted
+        if refundable <= 0:
+            raise PaymentRefused({"amount": ["Nothing is left to refund (pending refunds count)."]})
+        if wanted > refundable:
+            raise PaymentRefused(
+                {"amount": [f"At most {refundable} {locked.currency} can still be refunded."]}
+            )
+        pending = Refund.objects.create(transaction=locked, amount=wanted, requested_by=user)
+    config = community_config(locked.community_id)
+    client = get_client(config)
+    envelope, error, _ = _invoke(
+        "refund",
+        config,
+        lambda: client.refund(transaction_uuid=locked.uuid or "", refund_amount=wanted),
+        links={"transaction": locked, "refund": pending},
+    )
+    with _locked(Transaction, txn.pk) as locked:
+        done = Refund.objects.select_for_update().get(pk=pending.pk)
+        done.completed_at = timezone.now()
+        if error is None:
+            assert envelope is not None
+            done.state = Refund.SUCCEEDED
+            done.service_message = envelope.result.message or ""
+            locked.refunded_amount += done.amount
+            locked.save(update_fields=["refunded_amount", "updated_at"])
+            _after_commit(signals.refund_succeeded, sender=Refund, refund=done, transaction=locked)
+        elif error.outcome_unknown:
+            done.state = Refund.UNKNOWN
+            done.error = str(error)[:2000]
+        else:
+            done.state = Refund.FAILED
+            done.error = str(error)[:2000]
+            _after_commit(
+                signals.refund_failed, sender=Refund, refund=done, transaction=locked, error=done.error
+            )
+        done.save()
+    return done
+
+
+def cancel_recurring(series: RecurringSeries, *, user: Any = None) -> RecurringSeries:
+    """Stop future charges of a recurring series (past charges are unaffected). Never resent."""
+    _require_autocommit("cancel_recurring")
+    with _locked(RecurringSeries, series.pk) as locked:
+        if locked.cancel_state in (RecurringSeries.CANCEL_DONE, RecurringSeries.CANCEL_PENDING):
+            raise PaymentRefused({"series": [f"Series already {locked.get_cancel_state_display()}."]})
+        locked.cancel_state = RecurringSeries.CANCEL_PENDING
+        locked.save(update_fields=["cancel_state"])
+    config = community_config(locked.community_id)
+    client = get_client(config)
+    _, error, _ = _invoke(
+        "cancel_recurring",
+        config,
+        lambda: client.cancel_recurring(transaction_uuid=locked.parent_uuid),
+        links={"series": locked, "transaction": locked.parent_transaction},
+    )
+    with _locked(RecurringSeries, series.pk) as locked:
+        if error is None:
+            locked.cancel_state = RecurringSeries.CANCEL_DONE
+            locked.active = False
+            locked.cancelled_at = timezone.now()
+            locked.cancelled_by = user if getattr(user, "pk", None) else None
+            _after_commit(
+                signals.recurring_series_cancelled, sender=RecurringSeries, series=locked, user=user
+            )
+        else:
+            locked.cancel_state = (
+                RecurringSeries.CANCEL_UNKNOWN if error.outcome_unknown else RecurringSeries.CANCEL_FAILED
+            )
+        locked.save()
+    if error is not None and not error.outcome_unknown:
+        raise _refused(error)
+    return locked
+
+
+def create_direct_order(*, user: Any = None, **fields: Any) -> DirectOrder:
+    """Create a direct order on the service; returns it with ``payment_link`` (or flagged unknown).
+
+    ``fields`` are the spec's Direct order fields (see ``DirectOrderSerializer``); ``recurring`` is
+    ``{"expiry_date": ..., "minimum_days_between_payments": ...}``.
+    """
+    _require_autocommit("create_direct_order")
+    data = _validated(DirectOrderSerializer, fields)
+    config = community_config(data.pop("community_id"))
+    terms = data.pop("recurring")
+    order = DirectOrder.objects.create(
+        community_id=config.community_id,
+        name=data["name"],
+        amount=data["amount"],
+        currency=data["currency"],
+        discount_amount=data["discount_amount"],
+        discount_currency=data["currency"] if data["discount_amount"] is not None else "",
+        vat_percentage=data["vat_percentage"],
+        payment_methods=data["payment_methods"],
+        customer_name=data["customer_name"],
+        customer_email=data["customer_email"],
+        customer_mobile=data["customer_mobile"],
+        customer_title=data["customer_title"],
+        address=data["address"],
+        order_description=data["order_description"],
+        custom_fields=json_safe(data["custom_fields"]),
+        tags=data["tags"],
+        allow_recurring_payments=bool(terms),
+        expiry_date=terms["expiry_date"] if terms else None,
+        minimum_days_between_payments=terms["minimum_days_between_payments"] if terms else None,
+        send_by_email=data["send_by_email"],
+        cc_email=data["cc_email"],
+        send_by_sms=data["send_by_sms"],
+        redirect_url=data["redirect_url"],
+        callback_url=data["callback_url"],
+        paid=data["paid"],
+        merchant_reference=data["merchant_reference"],
+        created_by=user if getattr(user, "pk", None) else None,
+    )
+    client = get_client(config)
+    envelope, error, _ = _invoke(
+        "create_direct_order",
+        config,
+        lambda: client.create_direct_order(
+            name=order.name,
+            community_id=config.community_id,
+            amount=order.amount,
+            currency=order.currency,
+            payment_methods=order.payment_methods,
+            customer_name=order.customer_name,
+            customer_email=order.customer_email,
+            customer_mobile=order.customer_mobile,
+            discount_amount=order.discount_amount,
+            allow_recurring_payments=True if terms else None,
+            expiry_date=order.expiry_date,
+            minimum_days_between_payments=order.minimum_days_between_payments,
+            custom_fields=data["custom_fields"] or None,
+            order_description=order.order_description or None,
+            address=order.address or None,
+            customer_title=order.customer_title or None,
+            vat_percentage=order.vat_percentage,
+            send_by_email=order.send_by_email or None,
+            cc_email=order.cc_email or None,
+            send_by_sms=order.send_by_sms or None,
+            redirect_url=order.redirect_url or None,
+            callback_url=order.callback_url or None,
+            paid=order.paid or None,
+            tags=order.tags or None,
+        ),
+        links={"direct_order": order},
+    )
+    with _locked(DirectOrder, order.pk) as order:
+        if error is None:
+            assert envelope is not None
+            created = envelope.result
+            order.state = DirectOrder.CREATED
+            order.payment_id = created.payment_id or ""
+            order.payment_link = created.payment_link or ""
+            order.service_message = created.message or ""
+            order.raw = json_safe(envelope.data)
+            _after_commit(signals.direct_order_created, sender=DirectOrder, direct_order=order)
+        else:
+            order.state = DirectOrder.UNKNOWN if error.outcome_unknown else DirectOrder.REJECTED
+            order.service_message = str(error)[:2000]
+        order.save()
+    if error is not None and not error.outcome_unknown:
+        raise _refused(error)
+    return order
+
+
+def validate_promocode(
+    name: str,
+    *,
+    amount: Decimal,
+    phone_number: str,
+    currency: str | None = None,
+    payment_for: str = "API_PAYMENT",
+    community_id: str | None = None,
+    variable_amount_id: int | None = None,
+) -> PromocodeValidated:
+    """Check a promocode for an amount; pass ``promocode_id`` of the result to :func:`start_payment`."""
+    config = community_config(community_id)
+    client = get_client(config)
+    amount_id = variable_amount_id or config.variable_amount_id
+    envelope, error, _ = _invoke(
+        "validate_promocode",
+        config,
+        lambda: client.validate_promocode(
+            name=name,
+            community_id=config.community_id,
+            phone_number=phone_number,
+            amount=amount,
+            currency=currency or paycollect_settings.DEFAULT_CURRENCY,
+            payment_for=payment_for,
+            variable_amount_id=amount_id or "",
+        ),
+    )
+    if error is not None:
+        raise _refused(error) if isinstance(error, (ValidationError,)) or error.http_status == 404 else error
+    assert envelope is not None
+    return envelope.result
+
+
+def create_community(*, logo: Any, name: str, user: Any = None, **fields: Any) -> None:
+    """Create a community on the service (multipart, with its png or jpg logo). Never resent.
+
+    The service answers with an empty ``data``: its id and keys come from its dashboard, and are
+    entered into a Community row afterwards.
+    """
+    _require_autocommit("create_community")
+    config = community_config(None) if paycollect_settings.COMMUNITY_ID else None
+    client = (
+        get_client(config)
+        if config
+        else PayCollectClient(
+            paycollect_settings.require("BASE_URL"), timeout=tuple(paycollect_settings.TIMEOUT)
+        )
+    )
+    _, error, _ = _invoke(
+        "create_community", config, lambda: client.create_community(name=name, logo=logo, **fields)
+    )
+    if error is not None:
+        raise _refused(error) if not error.outcome_unknown else error
+
+
+def fetch_statistics(community_id: str | None = None) -> StatisticsSnapshot:
+    """Read the community's dashboard statistics and keep them as a snapshot."""
+    config = community_config(community_id)
+    client = get_client(config)
+    envelope, error, _ = _invoke(
+        "dashboard_statistics", config, lambda: client.dashboard_statistics(community_id=config.community_id)
+    )
+    if error is not None:
+        raise error
+    assert envelope is not None
+    stats: DashboardStatistics = envelope.result
+    return StatisticsSnapshot.objects.create(
+        community_id=config.community_id,
+        balance=stats.balance,
+        total_settled=stats.total_settled,
+        total_number_of_transactions=stats.total_number_of_transactions,
+        total_collected_transactions=stats.total_collected_transactions,
+        weekly_collected_transactions=stats.weekly_collected_transactions,
+        raw=json_safe(envelope.data),
+    )
