@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install test lint format typecheck bench clean
+.PHONY: install test test-postgres lint format typecheck bench clean
 
 install: $(STAMP)
 
@@ -29,6 +29,12 @@ test: lint
 	$(BIN)/coverage report --skip-covered
 	@echo "--- django_paycollect.client (line coverage, at least 95%):"
 	$(BIN)/coverage report --include='django_paycollect/client/*' --fail-under=95
+
+# The whole suite on PostgreSQL, where row locks are real (the race tests run only there).
+# Needs PAYCOLLECT_TEST_POSTGRES=host:port:dbname:user; `eval "$$(bash .ci/postgres.sh)"` starts one.
+test-postgres: $(STAMP)
+	@test -n "$$PAYCOLLECT_TEST_POSTGRES" || { echo "set PAYCOLLECT_TEST_POSTGRES (see .ci/postgres.sh)"; exit 2; }
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

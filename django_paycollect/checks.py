@@ -87,18 +87,25 @@ def _looks_like_sandbox(host: str, path: str) -> bool:
 
 
 @register(Tags.database)
-def check_stored_secrets(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
-    """Stored keys that no configured encryption key decrypts (keys rotated away too early)."""
+def check_stored_secrets(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """Stored keys that no configured encryption key decrypts (keys rotated away too early).
+
+    Like Django's own database checks it runs only when asked (``check --database``, ``migrate``).
+    """
     from . import crypto
     from .models import Community
 
     messages: list[CheckMessage] = []
-    try:
-        rows = list(
-            Community.objects.values_list("community_id", "api_key_encrypted", "basic_credentials_encrypted")
-        )
-    except DatabaseError:
-        return []  # not migrated yet
+    rows: list[tuple[str, str, str]] = []
+    for alias in databases or []:
+        try:
+            rows += Community.objects.using(alias).values_list(
+                "community_id", "api_key_encrypted", "basic_credentials_encrypted"
+            )
+        except DatabaseError:
+            continue  # not migrated yet
     for community_id, *tokens in rows:
         for token in tokens:
             if not token:

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Start a throwaway PostgreSQL on loopback for the locking tests and print the PAYCOLLECT_TEST_POSTGRES value.
+# Usage: eval "$(bash .ci/postgres.sh)"   (installs Debian's postgresql when missing; needs root for that)
+set -euo pipefail
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >&2
+fi
+bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+port=${PAYCOLLECT_PG_PORT:-55432}
+data=${PAYCOLLECT_PG_DATA:-/tmp/paycollect-pg-$port}
+run() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+if ! run "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+  rm -rf "$data"; mkdir -p "$data"
+  [ "$(id -u)" = 0 ] && chown postgres "$data"
+  run "$bin/initdb" -D "$data" -A trust -U postgres >/dev/null
+  # fsync off: a test database need not survive a crash, and the tests run twice as fast.
+  run "$bin/pg_ctl" -D "$data" -w -l "$data/server.log" \
+    -o "-h 127.0.0.1 -p $port -k $data -c fsync=off -c synchronous_commit=off -c max_connections=200" start >&2
+fi
+echo "export PAYCOLLECT_TEST_POSTGRES=127.0.0.1:$port:paycollect:postgres"

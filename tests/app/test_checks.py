@@ -1,0 +1,82 @@
+"""System checks and the lazily read PAYCOLLECT setting."""
+
+import pytest
+from django.core.checks import run_checks
+from django.test import override_settings
+
+from django_paycollect import crypto
+from django_paycollect.conf import paycollect_settings
+from django_paycollect.exceptions import PayCollectConfigurationError
+from django_paycollect.models import Community
+
+GOOD = {
+    "BASE_URL": "https://service.example",
+    "COMMUNITY_ID": "c-1",
+    "API_KEY": "key-0123456789",
+    "CALLBACK_TOKENS": ["a-long-random-callback-token-1"],
+}
+
+
+def ids(**settings):
+    with override_settings(**settings):
+        return sorted(
+            m.id for m in run_checks(include_deployment_checks=False) if m.id.startswith("paycollect.")
+        )
+
+
+def test_a_complete_configuration_passes():
+    assert ids(PAYCOLLECT=GOOD, DEBUG=False) == []
+
+
+@pytest.mark.parametrize(
+    ("missing", "check_id"),
+    [("BASE_URL", "paycollect.E001"), ("API_KEY", "paycollect.E002"), ("COMMUNITY_ID", "paycollect.E003")],
+)
+def test_missing_required_keys_are_errors(missing, check_id):
+    settings = {k: v for k, v in GOOD.items() if k != missing}
+    assert check_id in ids(PAYCOLLECT=settings)
+
+
+def test_plain_http_is_an_error_only_when_debug_is_off():
+    settings = {**GOOD, "BASE_URL": "http://service.example"}
+    assert "paycollect.E004" in ids(PAYCOLLECT=settings, DEBUG=False)
+    assert "paycollect.E004" not in ids(PAYCOLLECT=settings, DEBUG=True)
+
+
+def test_sandbox_base_url_warns_when_debug_is_off():
+    settings = {**GOOD, "BASE_URL": "http://127.0.0.1:8001/sandbox"}
+    assert "paycollect.W001" in ids(PAYCOLLECT=settings, DEBUG=False, SILENCED_SYSTEM_CHECKS=[])
+    assert "paycollect.W001" not in ids(PAYCOLLECT=settings, DEBUG=True, SILENCED_SYSTEM_CHECKS=[])
+
+
+def test_no_callback_token_and_short_tokens_warn():
+    assert "paycollect.W002" in ids(PAYCOLLECT={**GOOD, "CALLBACK_TOKENS": []})
+    assert "paycollect.W003" in ids(PAYCOLLECT={**GOOD, "CALLBACK_TOKENS": ["short"]})
+
+
+def test_unknown_keys_are_an_error_and_attribute_access_suggests_the_right_one():
+    assert "paycollect.E006" in ids(PAYCOLLECT={**GOOD, "API_KYE": "x"})
+    with override_settings(PAYCOLLECT=GOOD), pytest.raises(AttributeError, match="did you mean API_KEY"):
+        paycollect_settings.API_KYE  # noqa: B018
+
+
+def test_settings_are_read_lazily_so_override_settings_works():
+    with override_settings(PAYCOLLECT={**GOOD, "TIMEOUT": (1, 2)}):
+        assert paycollect_settings.TIMEOUT == (1, 2)
+    with override_settings(PAYCOLLECT=GOOD):
+        assert paycollect_settings.TIMEOUT == (5.0, 30.0)
+        with pytest.raises(PayCollectConfigurationError, match="VARIABLE_AMOUNT_ID"):
+            paycollect_settings.require("VARIABLE_AMOUNT_ID")
+
+
+@pytest.mark.django_db
+def test_undecryptable_stored_keys_are_an_error():
+    with override_settings(PAYCOLLECT={**GOOD, "ENCRYPTION_KEYS": ["key-that-will-be-lost"]}):
+        community = Community(community_id="c-2")
+        community.api_key = "stored-key-0123456789"
+        community.save()
+    with override_settings(PAYCOLLECT={**GOOD, "ENCRYPTION_KEYS": ["another-key"]}):
+        messages = run_checks(databases=["default"])
+        assert "paycollect.E005" in [m.id for m in messages]
+        with pytest.raises(crypto.DecryptionError):
+            Community.objects.get().api_key  # noqa: B018
