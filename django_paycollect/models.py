@@ -145,6 +145,7 @@ class Transaction(models.Model):
     custom_fields = models.JSONField(default=list, blank=True)
     variable_amount_id = models.PositiveIntegerField(null=True, blank=True)
     pay_using = models.CharField(_("payment method"), max_length=40, blank=True)
+    promocode_id = models.PositiveIntegerField(null=True, blank=True)
     iframe_url = models.URLField(max_length=2000, blank=True)
     bill_reference = models.CharField(_("kiosk bill reference"), max_length=64, blank=True)
     kiosk_message = models.TextField(blank=True)
