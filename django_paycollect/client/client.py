@@ -11,6 +11,7 @@ from __future__ import annotations
 import email.utils
 import logging
 import random
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -108,6 +109,11 @@ class _Secret:
         return "<secret>"
 
 
+def _keep_headers(request: requests.PreparedRequest) -> requests.PreparedRequest:
+    """Authentication is our headers alone; passing this as ``auth`` keeps netrc out."""
+    return request
+
+
 def _was_sent(exc: requests.RequestException) -> bool:
     """Whether the request may have reached the service. When in doubt: yes."""
     if isinstance(exc, (requests.exceptions.ConnectTimeout, requests.exceptions.SSLError)):
@@ -139,7 +145,7 @@ def _retry_after(value: str | None) -> float | None:
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if re.fullmatch(r"[0-9]{1,9}", value):
         return float(value)
     try:
         when = email.utils.parsedate_to_datetime(value)
@@ -211,6 +217,11 @@ class PayCollectClient:
             username, password = basic_credentials
             basic_credentials = f"{username}:{password}"
         self._basic = _Secret(basic_credentials) if basic_credentials else None
+        # What _scrub removes: the key, the joined credentials and the password alone (longest first).
+        texts = [api_key or "", basic_credentials or "", (basic_credentials or "").partition(":")[2]]
+        self._secret_texts = tuple(
+            _Secret(t) for t in sorted({t for t in texts if len(t) >= 4}, key=len, reverse=True)
+        )
         self.session = session or self._new_session()
         self.user_agent = f"django-paycollect/{__version__} python-requests/{requests.__version__}"
         # Tests replace this to avoid waiting; nothing else should.
@@ -240,8 +251,8 @@ class PayCollectClient:
     # --- plumbing ---------------------------------------------------------------------
 
     def _scrub(self, text: str) -> str:
-        for secret in (self._api_key, self._basic):
-            if secret is not None and secret.reveal() in text:
+        for secret in self._secret_texts:
+            if secret.reveal() in text:
                 text = text.replace(secret.reveal(), "***")
         return text
 
@@ -323,6 +334,8 @@ class PayCollectClient:
                     headers=headers,
                     timeout=self.timeout,
                     allow_redirects=False,
+                    # An explicit (no-op) auth stops requests from applying ~/.netrc credentials.
+                    auth=_keep_headers,
                 )
             except requests.RequestException as exc:
                 sent = _was_sent(exc)
@@ -483,8 +496,10 @@ class PayCollectClient:
             path_params={"community_id": community, "transaction_uuid": uuid},
         )
 
-    def _by_uuid(self, name: str, transaction_uuid: str, **extra: Any) -> Envelope[OperationMessage]:
-        check = Checker()
+    def _by_uuid(
+        self, name: str, transaction_uuid: str, check: Checker | None = None, **extra: Any
+    ) -> Envelope[OperationMessage]:
+        check = check or Checker()
         body = {"transaction_uuid": check.text("transaction_uuid", transaction_uuid), **extra}
         check.done()
         return self._call(OPERATIONS[name], OperationMessage.from_data, json_body=body)
@@ -499,8 +514,7 @@ class PayCollectClient:
         """Refund all of a transaction or part of it. Never retried once sent."""
         check = Checker()
         amount = check.amount("refund_amount", refund_amount)
-        check.done()
-        return self._by_uuid("refund", transaction_uuid, refund_amount=amount)
+        return self._by_uuid("refund", transaction_uuid, check, refund_amount=amount)
 
     def cancel_recurring(self, *, transaction_uuid: str) -> Envelope[OperationMessage]:
         """Stop future charges of a recurring series; ``transaction_uuid`` is its parent transaction."""
@@ -527,7 +541,7 @@ class PayCollectClient:
             "currency": check.currency("currency", currency) if currency else check.text("currency", None),
             "payment_for": check.text("payment_for", payment_for),
             # The spec types this one as a string, unlike Pay's integer.
-            "variable_amount_id": check.text("variable_amount_id", str(variable_amount_id)),
+            "variable_amount_id": check.identifier("variable_amount_id", variable_amount_id),
         }
         check.done()
         return self._call(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
 from .errors import (
@@ -19,6 +18,7 @@ from .errors import (
     ValidationError,
 )
 from .money import loads_json
+from .types import _integer
 
 __all__ = ["CallInfo", "Envelope", "field_errors_from", "interpret"]
 
@@ -93,10 +93,8 @@ def _parse(payload: Any) -> _Parsed | None:
     status = payload.get("status")
     if not isinstance(status, dict):
         return None
-    code = status.get("code")
-    if isinstance(code, Decimal) and code == code.to_integral_value():
-        code = int(code)
-    if not isinstance(code, int) or isinstance(code, bool):
+    code = _integer(status.get("code"))
+    if code is None or isinstance(status.get("code"), str):
         return None
     errors = status.get("errors")
     if errors is None:
@@ -159,9 +157,20 @@ def field_errors_from(errors: list[Any]) -> dict[str, list[str]]:
 
 
 def excerpt(body: bytes, scrub: Callable[[str], str]) -> str:
-    text = body[: EXCERPT_CHARS * 4].decode("utf-8", errors="replace")
-    text = re.sub(r"\s+", " ", text).strip()
-    return scrub(text)[:EXCERPT_CHARS]
+    # Scrub before cutting, or a secret straddling the cut would survive in part. The first
+    # 64 KiB are plenty to find a secret that ends up inside the first 300 characters.
+    text = scrub(body[:65536].decode("utf-8", errors="replace"))
+    return re.sub(r"\s+", " ", text).strip()[:EXCERPT_CHARS]
+
+
+def _scrub_all(value: Any, scrub: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {scrub(str(k)): _scrub_all(v, scrub) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_all(v, scrub) for v in value]
+    return value
 
 
 _BY_CODE: tuple[tuple[Callable[[int], bool], type[ApiError]], ...] = (
@@ -252,10 +261,11 @@ def interpret(
             "call": call,
         }
         if cls is ValidationError:
+            errors = _scrub_all(parsed.errors, scrub)
             raise ValidationError(
                 text,
-                field_errors=field_errors_from(parsed.errors),
-                errors=parsed.errors,
+                field_errors=field_errors_from(errors),
+                errors=errors,
                 outcome_unknown=False,
                 **common,
             )

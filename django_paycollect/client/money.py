@@ -81,7 +81,7 @@ def from_piasters(piasters: Any) -> Decimal:
     amount = parse_amount(piasters)
     if amount != amount.to_integral_value():
         raise MoneyError(f"{piasters!r} is not a whole number of piasters")
-    return (amount / 100).quantize(CENT)
+    return _cents(amount / 100)
 
 
 def format_amount(value: Any) -> str:
@@ -89,21 +89,10 @@ def format_amount(value: Any) -> str:
     return format(_cents(parse_amount(value)), "f")
 
 
-class _Raw:
-    """Text to be written into JSON as it is (a number already formatted)."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
 def _encode(value: Any, out: list[str]) -> None:
     if isinstance(value, Decimal):
         # Decimals are money: a JSON number with two decimals, no float ever involved.
         out.append(format_amount(value))
-    elif isinstance(value, _Raw):
-        out.append(value.text)
     elif isinstance(value, Mapping):
         out.append("{")
         for i, (key, item) in enumerate(value.items()):

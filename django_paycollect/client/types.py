@@ -9,6 +9,7 @@ Status values stay the service's own text: an unknown status is kept, not droppe
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -125,14 +126,21 @@ def _text(value: Any) -> str | None:
     return None
 
 
+_INTEGER_TEXT = re.compile(r"-?[0-9]{1,18}")
+
+
 def _integer(value: Any) -> int | None:
+    """An int from an int, a whole Decimal or ASCII digits; ids and counts have at most 18 digits.
+
+    The bound matters: converting a Decimal like 1E+1000000 to int would take seconds of CPU.
+    """
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, Decimal) and value.is_finite() and value == value.to_integral_value():
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if isinstance(value, Decimal) and value.is_finite() and value.adjusted() < 18:
+        return int(value) if value == value.to_integral_value() else None
+    if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
         return int(value)
     return None
 

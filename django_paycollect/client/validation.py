@@ -81,7 +81,8 @@ class Checker:
             amount = parse_amount(value)
             to_piasters(amount)
         except MoneyError as exc:
-            self.fail(path, f"{str(exc).capitalize()}.")
+            message = str(exc)
+            self.fail(path, f"{message[:1].upper()}{message[1:]}.")
             return None
         if amount <= 0:
             self.fail(path, "Must be greater than zero.")
@@ -133,6 +134,15 @@ class Checker:
             self.fail(path, "Must start with + and the country code, then the number (e.g. +201001234567).")
             return None
         return phone
+
+    def identifier(self, path: str, value: Any) -> str | None:
+        """An id the spec types as a string: a positive int or non-empty text, sent as text."""
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return str(value)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+        self.fail(path, "Must be a positive whole number or a non-empty string.")
+        return None
 
     def positive_int(self, path: str, value: Any, *, required: bool = True) -> int | None:
         if value is None:
@@ -230,6 +240,14 @@ class Checker:
             label = self.text(f"{path}.field_label", label)
             if isinstance(field_value, float) or not isinstance(field_value, (str, int, Decimal)):
                 self.fail(f"{path}.field_value", "Must be a string, an int, a Decimal or a boolean.")
+            elif isinstance(field_value, Decimal):
+                # In a request body a Decimal is money: at most two decimals. Other numbers go as text.
+                try:
+                    to_piasters(field_value)
+                except MoneyError:
+                    self.fail(
+                        f"{path}.field_value", "A Decimal value must be finite with at most two decimals."
+                    )
             out.append({"field_label": label, "field_value": field_value})
         return out
 
