@@ -529,7 +529,7 @@ def test_community_extra_fields_must_be_text(client, rsps):
     errors = refused(
         rsps,
         lambda: client.create_community(
-            name="Club", logo=("l.jpg", JPEG), extra_fields={"allowed_cards": ["visa"], "settings": {"a": 1}}
+            name="Club", logo=("l.jpg", JPEG), extra_fields={"allowed_cards": ["card-scheme-a"], "settings": {"a": 1}}
         ),
     )
     assert errors == {
@@ -541,11 +541,11 @@ def test_community_extra_fields_must_be_text(client, rsps):
 def test_community_extra_fields_never_override_checked_fields(client, rsps):
     rsps.post(BASE_URL + "/api/communities/create_community", json=envelope({}))
     client.create_community(
-        name="Club", logo=("l.png", PNG), extra_fields={"name": "Other", "allowed_cards": "visa"}
+        name="Club", logo=("l.png", PNG), extra_fields={"name": "Other", "allowed_cards": "card-scheme-a"}
     )
     parts = parse_multipart(rsps.calls[0].request)
     assert parts["name"].content == b"Club"
-    assert parts["allowed_cards"].content == b"visa"
+    assert parts["allowed_cards"].content == b"card-scheme-a"
 
 
 # --- several errors at once ---------------------------------------------------------------

@@ -1,0 +1,290 @@
+"""HTML pages: the hosted payment page (behind iframe_url and payment_link), the sandbox dashboard, the
+outbox, and a built-in demo merchant that the seeded API payment redirects and calls back to."""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods
+
+from .. import journal, services
+from ..conf import get_settings
+from ..envelope import ApiError, loads
+from ..journal import redact_url
+from ..models import (
+    ApiPayment,
+    CallbackDelivery,
+    Community,
+    DirectOrder,
+    MerchantInboxItem,
+    OutboxMessage,
+    Transaction,
+)
+from ..state import now, writing
+
+PAY = "pay"
+DECLINE = "decline"
+
+
+def _not_found(request: HttpRequest, what: str) -> HttpResponse:
+    return render(request, "paycollect_sandbox/not_found.html", {"what": what}, status=404)
+
+
+def _transaction(transaction_uuid: Any) -> Transaction | None:
+    return (
+        Transaction.objects.select_related("community", "api_payment", "direct_order", "series", "promocode")
+        .filter(uuid=transaction_uuid)
+        .first()
+    )
+
+
+def _finish(request: HttpRequest, tx: Transaction) -> HttpResponse:
+    """After completion: the browser redirect with the spec's parameters, or the sandbox's result page."""
+    target = services.redirect_target(tx)
+    if target:
+        return HttpResponseRedirect(target)
+    return render(request, "paycollect_sandbox/result.html", {"tx": tx, "redirect": None})
+
+
+# --- the hosted payment page ---------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+def payment_page(request: HttpRequest, transaction_uuid: Any) -> HttpResponse:
+    tx = _transaction(transaction_uuid)
+    if tx is None:
+        return _not_found(request, "transaction")
+    kiosk = services.is_kiosk(tx.pay_using)
+    if request.method == "POST":
+        action = request.POST.get("action")
+        if tx.status != Transaction.Status.PENDING:
+            return render(
+                request,
+                "paycollect_sandbox/result.html",
+                {"tx": tx, "redirect": None, "late": True},
+                status=409,
+            )
+        if kiosk or action not in (PAY, DECLINE):
+            return render(request, "paycollect_sandbox/payment.html", _payment_context(tx), status=400)
+        try:
+            tx = services.complete(tx.uuid, services.SUCCESSFUL if action == PAY else services.FAILED)
+        except ApiError:
+            # Completed meanwhile (control API, another tab): show what happened.
+            refreshed = _transaction(tx.uuid)
+            assert refreshed is not None
+            return render(
+                request, "paycollect_sandbox/result.html", {"tx": refreshed, "late": True}, status=409
+            )
+        return _finish(request, tx)
+    if tx.status != Transaction.Status.PENDING:
+        return render(
+            request, "paycollect_sandbox/result.html", {"tx": tx, "redirect": services.redirect_target(tx)}
+        )
+    return render(request, "paycollect_sandbox/payment.html", _payment_context(tx))
+
+
+def _payment_context(tx: Transaction) -> dict[str, Any]:
+    fees = None
+    if tx.original_amount is not None and tx.direct_order_id is None and tx.total_amount > tx.original_amount:
+        fees = tx.total_amount - tx.original_amount
+    totals = services.order_totals(tx.direct_order) if tx.direct_order is not None else None
+    return {
+        "tx": tx,
+        "kiosk": services.is_kiosk(tx.pay_using),
+        "fees": fees,
+        "totals": totals,
+        "custom_fields": sorted((tx.custom_fields_json or {}).items()),
+    }
+
+
+# --- the direct order's payment link -------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+def order_page(request: HttpRequest, payment_id: str) -> HttpResponse:
+    order = DirectOrder.objects.select_related("community").filter(payment_id=payment_id).first()
+    if order is None:
+        return _not_found(request, "direct order")
+    methods = [str(m) for m in order.payment_methods]
+    context: dict[str, Any] = {
+        "order": order,
+        "totals": services.order_totals(order),
+        "methods": methods,
+        "paid": services.order_is_paid(order),
+        "fields": _field_rows(order, {}),
+        "errors": [],
+        "selected_method": methods[0] if methods else "",
+    }
+    if request.method == "GET" or context["paid"]:
+        return render(
+            request, "paycollect_sandbox/order.html", context, status=200 if request.method == "GET" else 409
+        )
+    action = request.POST.get("action")
+    method = request.POST.get("pay_using", "")
+    answers, errors = _read_answers(order, request.POST, strict=action == PAY)
+    if method not in methods:
+        errors.append("Choose a payment method.")
+    if action not in (PAY, DECLINE):
+        errors.append("Choose Pay or Decline.")
+    if errors:
+        context.update(fields=_field_rows(order, request.POST), errors=errors, selected_method=method)
+        return render(request, "paycollect_sandbox/order.html", context, status=400)
+    try:
+        tx = services.start_order_payment(order, method, answers)
+        if action == PAY and services.is_kiosk(method):
+            # The kiosk page shows the bill reference and waits for _control/.../complete.
+            return HttpResponseRedirect(reverse("paycollect_sandbox:payment_page", args=[tx.uuid]))
+        tx = services.complete(tx.uuid, services.SUCCESSFUL if action == PAY else services.FAILED)
+    except ApiError as exc:
+        messages = [m for item in exc.errors for value in item.values() for m in value] or [exc.message]
+        context.update(errors=messages, paid=services.order_is_paid(order))
+        return render(request, "paycollect_sandbox/order.html", context, status=409)
+    return _finish(request, tx)
+
+
+def _field_rows(order: DirectOrder, posted: Any) -> list[dict[str, Any]]:
+    rows = []
+    for index, definition in enumerate(order.custom_fields):
+        name = f"cf_{index}"
+        choices = [c for c in (definition.get("field_choices") or "").split(",") if c]
+        rows.append(
+            {
+                "name": name,
+                "label": definition["field_label"],
+                "type": definition["field_type"],
+                "required": bool(definition.get("required")),
+                "choices": choices,
+                "value": posted.get(name, "") if posted else "",
+            }
+        )
+    return rows
+
+
+def _read_answers(order: DirectOrder, posted: Any, strict: bool) -> tuple[dict[str, Any], list[str]]:
+    """Typed answers keyed by label (NUMBER -> Decimal, CHECKBOX -> bool); a decline skips the checks."""
+    answers: dict[str, Any] = {}
+    errors: list[str] = []
+    for index, definition in enumerate(order.custom_fields):
+        label = definition["field_label"]
+        kind = definition["field_type"]
+        required = bool(definition.get("required"))
+        raw = str(posted.get(f"cf_{index}", "")).strip()
+        value: Any
+        if kind == "CHECKBOX":
+            value = raw in ("on", "true", "1")
+            if strict and required and not value:
+                errors.append(f"{label}: must be checked.")
+        elif kind == "NUMBER":
+            value = None
+            if raw:
+                try:
+                    value = Decimal(raw)
+                    if not value.is_finite():
+                        raise InvalidOperation
+                except InvalidOperation:
+                    value = None
+                    if strict:
+                        errors.append(f"{label}: enter a number.")
+            elif strict and required:
+                errors.append(f"{label}: required.")
+        elif kind == "DROPDOWNLIST":
+            choices = [c for c in (definition.get("field_choices") or "").split(",") if c]
+            value = raw
+            if raw and raw not in choices and strict:
+                errors.append(f"{label}: choose one of {', '.join(choices)}.")
+            elif strict and required and not raw:
+                errors.append(f"{label}: required.")
+        else:
+            value = raw
+            if strict and required and not raw:
+                errors.append(f"{label}: required.")
+        answers[label] = value
+    return answers, errors
+
+
+# --- the sandbox dashboard --------------------------------------------------------------------------
+
+
+def _dashboard_enabled() -> None:
+    if not get_settings().dashboard:
+        raise Http404("The sandbox dashboard is disabled (PAYCOLLECT_SANDBOX['DASHBOARD']).")
+
+
+@require_http_methods(["GET"])
+def dashboard(request: HttpRequest) -> HttpResponse:
+    _dashboard_enabled()
+    context = {
+        "communities": Community.objects.order_by("id").prefetch_related("api_payments"),
+        "transactions": Transaction.objects.select_related("community", "series").order_by("-id")[:50],
+        "deliveries": [
+            {"delivery": d, "url": redact_url(d.url)}
+            for d in CallbackDelivery.objects.select_related("transaction").order_by("-id")[:50]
+        ],
+        "now": now(),
+        "control_api": get_settings().control_api,
+    }
+    return render(request, "paycollect_sandbox/dashboard.html", context)
+
+
+@require_http_methods(["POST"])
+def api_payment_settings(request: HttpRequest, pk: int) -> HttpResponse:
+    """The dashboard's form for an API payment's redirect and callback URLs (the spec's dashboard setting)."""
+    _dashboard_enabled()
+    with writing():
+        api_payment = ApiPayment.objects.filter(pk=pk).first()
+        if api_payment is None:
+            return _not_found(request, "API payment")
+        api_payment.redirect_url = request.POST.get("redirect_url", "").strip()
+        api_payment.callback_url = request.POST.get("callback_url", "").strip()
+        api_payment.requires_member_id = request.POST.get("requires_member_id") == "on"
+        api_payment.save()
+    return HttpResponseRedirect(reverse("paycollect_sandbox:dashboard"))
+
+
+@require_http_methods(["GET"])
+def outbox(request: HttpRequest) -> HttpResponse:
+    _dashboard_enabled()
+    messages = OutboxMessage.objects.select_related("direct_order").order_by("-id")[:200]
+    return render(request, "paycollect_sandbox/outbox.html", {"messages": messages})
+
+
+@require_http_methods(["GET"])
+def journal_page(request: HttpRequest) -> HttpResponse:
+    _dashboard_enabled()
+    entries = list(reversed(journal.entries(limit=200)))
+    return render(request, "paycollect_sandbox/journal.html", {"entries": entries})
+
+
+# --- the demo merchant -----------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET"])
+def merchant_return(request: HttpRequest) -> HttpResponse:
+    _dashboard_enabled()
+    return render(request, "paycollect_sandbox/merchant_return.html", {"params": sorted(request.GET.items())})
+
+
+@csrf_exempt
+@require_http_methods(["GET", "POST"])
+def merchant_callback(request: HttpRequest) -> HttpResponse:
+    _dashboard_enabled()
+    if request.method == "POST":
+        with writing():
+            MerchantInboxItem.objects.create(
+                received_at=timezone.now(), body=request.body.decode("utf-8", errors="replace")[:20000]
+            )
+        return HttpResponse("ok", content_type="text/plain")
+    items = []
+    for item in MerchantInboxItem.objects.order_by("-id")[:100]:
+        try:
+            parsed = loads(item.body)
+        except ValueError:
+            parsed = item.body
+        items.append({"received_at": item.received_at, "body": parsed})
+    return render(request, "paycollect_sandbox/merchant_inbox.html", {"items": items})

@@ -1,0 +1,195 @@
+"""The sandbox mounted inside a project under a prefix (Django's test client, the project's settings), and
+its refusal to run in a live deployment."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from decimal import Decimal
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management import call_command
+from django.test import Client
+from pytest_django.fixtures import Settings
+
+from django_paycollect.sandbox import faults, seed
+from django_paycollect.sandbox.apps import check_not_live
+from django_paycollect.sandbox.models import ApiPayment, OutboxMessage, Transaction
+
+from .support import BILLING_JSON
+
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.sandbox.urls")]
+
+
+@pytest.fixture
+def identity(settings: Settings) -> dict[str, Any]:
+    # Mounted defaults: control API off; no delivery thread inside the test's database transaction.
+    settings.PAYCOLLECT_SANDBOX = {"CALLBACK_WORKER": False}
+    return seed.seed(None, "http://testserver/sandbox")
+
+
+def _post(client: Client, path: str, body: dict[str, Any], **headers: str) -> Any:
+    return client.post(path, data=json.dumps(body), content_type="application/json", headers=headers)
+
+
+def _pay_body(identity: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "community_id": identity["community_id"],
+        "amount": "10.00",
+        "original_amount": "10.00",
+        "variable_amount_id": identity["variable_amount_id"],
+        "billing_data": BILLING_JSON,
+    }
+
+
+def test_spec_paths_answer_under_the_prefix(client: Client, identity: dict[str, Any]) -> None:
+    key = identity["api_key"]
+    cid = identity["community_id"]
+    prepared = _post(client, "/sandbox/api/v1/payments/prepare-amount/", {"community_id": cid, "amount": 100})
+    assert prepared.status_code == 200
+    assert json.loads(prepared.content, parse_float=Decimal)["data"]["total_amount"] == Decimal("104.50")
+
+    paid = _post(client, "/sandbox/api/v1/payments/pay/variable-amount", _pay_body(identity), x_api_key=key)
+    data = paid.json()["data"]
+    assert data["iframe_url"] == f"http://testserver/sandbox/pay/{data['transaction_uuid']}/"
+    fetched = client.get(
+        f"/sandbox/api/v1/communities/{cid}/transactions/{data['transaction_uuid']}/",
+        headers={"x-api-key": key},
+    )
+    assert fetched.status_code == 200
+    assert fetched.json()["data"]["status"] == "PENDING"
+    page = client.get(f"/sandbox/pay/{data['transaction_uuid']}/")
+    assert page.status_code == 200
+    assert b'name="action" value="pay"' in page.content
+
+    user, password = identity["basic_username"], identity["basic_password"]
+    stats = client.get(
+        f"/sandbox/api/core/dashboard/statistics?community_id={cid}",
+        headers={"x-api-key": key, "authorization": f"Basic {user}:{password}"},
+    )
+    assert stats.json()["data"]["total_number_of_transactions"] == 1
+
+    # The project's own slash handling never sees sandbox paths: the other variant is the 404 envelope.
+    for wrong in ("/sandbox/api/v1/payments/prepare-amount", "/sandbox/api/core/dashboard/statistics/"):
+        response = client.get(wrong)
+        assert response.status_code == 404
+        assert response.json()["status"]["code"] == 404
+
+
+def test_control_api_is_off_unless_enabled(
+    client: Client, identity: dict[str, Any], settings: Settings
+) -> None:
+    off = client.post("/sandbox/_control/reset")
+    assert off.status_code == 404
+    assert off.json()["status"]["errors"][0]["path"]
+    settings.PAYCOLLECT_SANDBOX = {"CALLBACK_WORKER": False, "CONTROL_API": True}
+    on = client.post("/sandbox/_control/reset")
+    assert on.status_code == 200
+    assert on.json()["data"]["api_key"] == identity["api_key"]
+
+
+def test_connection_faults_degrade_to_gateway_pages_when_mounted(
+    client: Client, identity: dict[str, Any]
+) -> None:
+    key = identity["api_key"]
+    faults.create({"operation": "pay", "kind": "reset"})
+    reset = _post(client, "/sandbox/api/v1/payments/pay/variable-amount", _pay_body(identity), x_api_key=key)
+    assert reset.status_code == 502
+    assert reset["Content-Type"].startswith("text/html")
+    assert not Transaction.objects.exists()  # a reset happens before the work
+
+    faults.create({"operation": "pay", "kind": "drop_after"})
+    dropped = _post(
+        client, "/sandbox/api/v1/payments/pay/variable-amount", _pay_body(identity), x_api_key=key
+    )
+    assert dropped.status_code == 504
+    assert b"Gateway timeout" in dropped.content
+    assert Transaction.objects.count() == 1  # the work was done, the answer lost
+
+
+def test_dashboard_sets_an_api_payments_urls_and_shows_the_outbox(
+    client: Client, identity: dict[str, Any]
+) -> None:
+    pk = identity["variable_amount_id"]
+    assert identity["api_key"] in client.get("/sandbox/_sandbox/").content.decode()
+    saved = client.post(
+        f"/sandbox/_sandbox/api-payments/{pk}/",
+        {"redirect_url": "https://merchant.example/r", "callback_url": "https://merchant.example/c"},
+    )
+    assert saved.status_code == 302
+    api_payment = ApiPayment.objects.get(pk=pk)
+    assert (api_payment.redirect_url, api_payment.callback_url) == (
+        "https://merchant.example/r",
+        "https://merchant.example/c",
+    )
+    order = _post(
+        client,
+        "/sandbox/api/orders/create-direct-order/",
+        {
+            "name": "Trip",
+            "community_id": identity["community_id"],
+            "amount": {"amount": 50, "currency": "EGP"},
+            "payment_methods": ["card"],
+            "customer_name": "Omar Hassan",
+            "customer_email": "omar@example.com",
+            "customer_mobile": "+201112223334",
+            "send_by_email": True,
+        },
+        x_api_key=identity["api_key"],
+    )
+    assert order.status_code == 201
+    (message,) = OutboxMessage.objects.all()
+    assert message.to == "omar@example.com"
+    assert "omar@example.com" in client.get("/sandbox/_sandbox/outbox/").content.decode()
+
+
+def test_seed_command_prints_the_credentials(identity: dict[str, Any]) -> None:
+    out = StringIO()
+    call_command("paycollect_sandbox_seed", stdout=out)
+    assert identity["api_key"] in out.getvalue()
+    assert identity["community_id"] in out.getvalue()
+
+
+def test_refuses_a_live_deployment(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> None:
+    check_not_live()  # not live: fine
+    monkeypatch.setenv("PAYCOLLECT_DEPLOYMENT", "live")
+    with pytest.raises(ImproperlyConfigured, match="live"):
+        check_not_live()
+    monkeypatch.delenv("PAYCOLLECT_DEPLOYMENT")
+    settings.PAYCOLLECT_DEPLOYMENT = "live"
+    with pytest.raises(ImproperlyConfigured, match="live"):
+        check_not_live()
+
+
+def test_runner_refuses_a_live_deployment(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "PAYCOLLECT_DEPLOYMENT": "live",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    }
+    result = subprocess.run(  # noqa: S603
+        [
+            sys.executable,
+            "-m",
+            "django_paycollect.sandbox",
+            "--port",
+            "0",
+            "--db",
+            str(tmp_path / "x.sqlite3"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "Refusing to start" in result.stderr
+    assert "live" in result.stderr
+    assert not (tmp_path / "x.sqlite3").exists()
