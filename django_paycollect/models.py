@@ -17,7 +17,8 @@ from django.conf import settings
 from django.contrib.contenttypes.fields import GenericForeignKey
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery, Sum, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -87,6 +88,23 @@ REFUNDS_WITHIN_AMOUNT: dict[str, Any] = {
 class TransactionQuerySet(models.QuerySet["Transaction"]):
     def open(self) -> TransactionQuerySet:
         return self.filter(status__in=Transaction.OPEN_STATUSES)
+
+    def with_refundable(self) -> TransactionQuerySet:
+        """Annotate ``holding``: the refunds whose money may have left (pending or of unknown outcome).
+
+        ``Transaction.refundable_amount`` reads it, so a changelist needs no query per row.
+        """
+        in_flight = (
+            Refund.objects.filter(transaction=OuterRef("pk"), state__in=Refund.IN_FLIGHT_STATES)
+            .order_by()
+            .values("transaction")
+            .annotate(total=Sum("amount"))
+            .values("total")
+        )
+        money = models.DecimalField(**MONEY)
+        return self.annotate(
+            holding=Coalesce(Subquery(in_flight, output_field=money), Value(ZERO), output_field=money)
+        )
 
 
 class Transaction(models.Model):
@@ -159,6 +177,9 @@ class Transaction(models.Model):
     capture_state = models.CharField(max_length=10, choices=CAPTURE_CHOICES, default=CAPTURE_NONE, blank=True)
     captured_amount = models.DecimalField(default=ZERO, **MONEY)
     captured_at = models.DateTimeField(null=True, blank=True)
+    captured_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     refunded_amount = models.DecimalField(default=ZERO, **MONEY)
     outcome_unknown = models.BooleanField(_("outcome unknown"), default=False, db_index=True)
     amount_mismatch = models.BooleanField(default=False)
@@ -197,14 +218,36 @@ class Transaction(models.Model):
             ),
             models.CheckConstraint(**REFUNDS_WITHIN_AMOUNT),
         ]
-        indexes = [models.Index(fields=["status", "created_at"], name="paycollect_txn_status_created")]
+        indexes = [
+            models.Index(fields=["status", "created_at"], name="paycollect_txn_status_created"),
+            # Flags the admin filters on and reconciliation looks for: rare, so partial indexes stay small.
+            models.Index(
+                fields=["amount_mismatch"], condition=Q(amount_mismatch=True), name="paycollect_txn_mismatch"
+            ),
+            models.Index(
+                fields=["status_unrecognised"],
+                condition=Q(status_unrecognised=True),
+                name="paycollect_txn_unrecognised",
+            ),
+            models.Index(
+                fields=["capture_state"], condition=~Q(capture_state=""), name="paycollect_txn_capture"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.uuid or f"transaction #{self.pk} (not started)"
 
     @property
     def refundable_amount(self) -> Decimal:
-        return self.total_amount - self.refunded_amount
+        """Paid, minus refunded, minus refunds pending or of unknown outcome: what may still be refunded.
+
+        The one definition of it: ``services.refund`` checks it under a row lock, the admin shows it.
+        """
+        holding = getattr(self, "holding", None)
+        if holding is None:
+            holding = self.refunds.filter(state__in=Refund.IN_FLIGHT_STATES).aggregate(s=Sum("amount"))["s"]
+        # Quantized: SQLite hands sums back as 5 rather than 5.00.
+        return (self.total_amount - self.refunded_amount - Decimal(holding or ZERO)).quantize(ZERO)
 
     @property
     def is_paid(self) -> bool:
@@ -240,7 +283,7 @@ class DirectOrder(models.Model):
     ]
 
     community_id = models.CharField(max_length=100, db_index=True)
-    state = models.CharField(max_length=10, choices=STATE_CHOICES, default=NEW)
+    state = models.CharField(max_length=10, choices=STATE_CHOICES, default=NEW, db_index=True)
     name = models.CharField(_("order name"), max_length=200)
     amount = models.DecimalField(**MONEY)
     currency = models.CharField(max_length=3, default="EGP")
@@ -308,7 +351,7 @@ class RecurringSeries(models.Model):
     community_id = models.CharField(max_length=100, db_index=True)
     expiry_date = models.DateField(null=True, blank=True)
     minimum_days_between_payments = models.PositiveIntegerField(null=True, blank=True)
-    active = models.BooleanField(default=True)
+    active = models.BooleanField(default=True, db_index=True)
     recurring_count = models.PositiveIntegerField(default=0)
     cancel_state = models.CharField(max_length=10, choices=CANCEL_CHOICES, default=CANCEL_NONE, blank=True)
     cancelled_at = models.DateTimeField(null=True, blank=True)
@@ -338,8 +381,8 @@ class Refund(models.Model):
         (FAILED, _("failed")),
         (UNKNOWN, _("outcome unknown")),
     ]
-    #: States whose amount may have left, so it counts against what is still refundable.
-    HOLDING_STATES = (PENDING, SUCCEEDED, UNKNOWN)
+    #: States whose money may have left although not yet counted in ``refunded_amount``.
+    IN_FLIGHT_STATES = (PENDING, UNKNOWN)
 
     transaction = models.ForeignKey(Transaction, on_delete=models.PROTECT, related_name="refunds")
     amount = models.DecimalField(**MONEY)
@@ -403,6 +446,11 @@ class ApiCall(models.Model):
         verbose_name = _("API call")
         verbose_name_plural = _("API calls")
         ordering = ["-created_at", "-pk"]
+        indexes = [
+            models.Index(
+                fields=["outcome_unknown"], condition=Q(outcome_unknown=True), name="paycollect_call_unknown"
+            )
+        ]
 
     def __str__(self) -> str:
         outcome = self.error_class or str(self.http_status)
@@ -444,3 +492,74 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, uuid_lib.UUID):
         return str(value)
     return value
+
+
+class ReceivedCallback(models.Model):
+    """A callback POST as it arrived, stored before anything else is done with it.
+
+    Nothing in it is trusted: ``claimed_status`` is what the body says, and verification fetches the
+    transaction from the service and applies what the service says instead. Deliveries of the same
+    (transaction uuid, claimed status) after the first are stored too, marked ``duplicate``, and not
+    processed again.
+    """
+
+    RECEIVED, QUEUED, PROCESSED, FAILED, DUPLICATE, INVALID = (
+        "received",
+        "queued",
+        "processed",
+        "failed",
+        "duplicate",
+        "invalid",
+    )
+    STATE_CHOICES = [
+        (RECEIVED, _("received")),
+        (QUEUED, _("queued for verification")),
+        (PROCESSED, _("verified and applied")),
+        (FAILED, _("verification failed")),
+        (DUPLICATE, _("duplicate delivery")),
+        (INVALID, _("invalid")),
+    ]
+
+    received_at = models.DateTimeField(default=timezone.now, db_index=True)
+    state = models.CharField(max_length=10, choices=STATE_CHOICES, default=RECEIVED, db_index=True)
+    #: Position of the matching token in PAYCOLLECT["CALLBACK_TOKENS"] (never the token itself).
+    token_index = models.PositiveSmallIntegerField(null=True, blank=True)
+    remote_addr = models.GenericIPAddressField(null=True, blank=True)
+    headers = models.JSONField(default=dict, blank=True)
+    body = models.TextField(blank=True)
+    invalid_reason = models.TextField(blank=True)
+    # What the body claims; never applied as such.
+    transaction_uuid = models.CharField(max_length=64, blank=True, db_index=True)
+    claimed_status = models.CharField(max_length=64, blank=True)
+    payment_id = models.CharField(max_length=100, blank=True)
+    merchant_id = models.CharField(max_length=100, blank=True)
+    member_id = models.CharField(max_length=100, blank=True)
+    total_amount = models.DecimalField(null=True, blank=True, **MONEY)
+    total_amount_piasters = models.BigIntegerField(null=True, blank=True)
+    is_sub_payment = models.BooleanField(null=True, blank=True)
+    parent_transaction = models.CharField(max_length=64, blank=True)
+    message = models.TextField(blank=True)
+    custom_fields = models.JSONField(default=dict, blank=True)
+    #: "<uuid>|<claimed status>" on the first delivery only; a unique index makes redeliveries duplicates.
+    dedupe_key = models.CharField(max_length=200, null=True, blank=True, unique=True)
+    duplicate_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    transaction = models.ForeignKey(
+        Transaction, null=True, blank=True, on_delete=models.SET_NULL, related_name="callbacks"
+    )
+    attempts = models.PositiveSmallIntegerField(default=0)
+    task_id = models.CharField(max_length=255, blank=True)
+    processed_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.TextField(_("processing result"), blank=True)
+    error = models.TextField(blank=True)
+    traceback = models.TextField(blank=True)
+
+    class Meta:
+        verbose_name = _("received callback")
+        verbose_name_plural = _("received callbacks")
+        ordering = ["-received_at", "-pk"]
+        permissions = [("reprocess_receivedcallback", _("Can reprocess received callbacks"))]
+
+    def __str__(self) -> str:
+        return f"callback {self.transaction_uuid or '?'} {self.claimed_status or ''} ({self.state})"

@@ -26,17 +26,22 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from django.contrib.contenttypes.models import ContentType
-from django.db import IntegrityError, connection, transaction
-from django.db.models import Model, Sum
+from django.db import IntegrityError, router, transaction
+from django.db.models import Model
 from django.utils import timezone
 from rest_framework import serializers as drf_serializers
 
 from . import signals
 from .client import (
     OPERATIONS,
+    ConnectError,
     Envelope,
+    OutcomeUnknownError,
     PayCollectClient,
     PayCollectError,
+    RateLimitError,
+    ServerError,
+    UnexpectedResponseError,
     ValidationError,
     field_errors_from,
     to_piasters,
@@ -52,6 +57,7 @@ from .models import (
     ApiCall,
     Community,
     DirectOrder,
+    ReceivedCallback,
     RecurringSeries,
     Refund,
     StatisticsSnapshot,
@@ -297,8 +303,13 @@ def _validated(
     return dict(serializer.validated_data)
 
 
+def _user(user: Any) -> Any:
+    """The user to record, or None for anonymous users and callers without one (tasks, commands)."""
+    return user if getattr(user, "pk", None) else None
+
+
 def _require_autocommit(operation: str) -> None:
-    if connection.in_atomic_block:
+    if transaction.get_connection(router.db_for_write(Transaction)).in_atomic_block:
         raise ServiceUsageError(
             f"{operation} changes money at the service and must not run inside transaction.atomic "
             "(a rollback would forget what the service did). Call it from a view marked "
@@ -707,6 +718,7 @@ def capture(txn: Transaction, *, user: Any = None) -> Transaction:
             locked.capture_state = Transaction.CAPTURE_DONE
             locked.captured_amount = locked.total_amount
             locked.captured_at = timezone.now()
+            locked.captured_by = _user(user)
             _after_commit(signals.capture_succeeded, transaction=locked)
         else:
             locked.capture_state = (
@@ -719,13 +731,21 @@ def capture(txn: Transaction, *, user: Any = None) -> Transaction:
     return locked
 
 
-def refund(txn: Transaction, amount: Decimal | None = None, *, user: Any = None) -> Refund:
+def refund(
+    txn: Transaction,
+    amount: Decimal | None = None,
+    *,
+    user: Any = None,
+    expected_refundable: Decimal | None = None,
+) -> Refund:
     """Refund ``amount`` (default: all that is still refundable) of a successful transaction.
 
     Three phases so that no race refunds more than was paid: (1) lock the transaction, check the
     amount against what is still refundable counting pending and unknown refunds, record the
     refund as pending, commit; (2) call the service; (3) lock again and record the result. An
     ambiguous failure leaves the refund "unknown" for reconciliation; it is never resent.
+    ``expected_refundable`` is what the caller showed the user: when it changed meanwhile (a
+    second click, another refund), the refund is refused under the lock instead of doubled.
     """
     _require_autocommit("refund")
     wanted = _validated(RefundSerializer, {"amount": amount})["amount"]
@@ -734,10 +754,16 @@ def refund(txn: Transaction, amount: Decimal | None = None, *, user: Any = None)
             raise PaymentRefused(
                 {"transaction": [f"Only a successful transaction can be refunded ({locked.status})."]}
             )
-        holding = locked.refunds.filter(state__in=(Refund.PENDING, Refund.UNKNOWN)).aggregate(
-            s=Sum("amount")
-        )["s"]
-        refundable = locked.total_amount - locked.refunded_amount - (holding or Decimal("0"))
+        refundable = locked.refundable_amount
+        if expected_refundable is not None and expected_refundable != refundable:
+            raise PaymentRefused(
+                {
+                    "amount": [
+                        f"What is still refundable changed from {expected_refundable} to {refundable} "
+                        f"{locked.currency} meanwhile (another refund?); nothing was sent."
+                    ]
+                }
+            )
         wanted = refundable if wanted is None else wanted
         if refundable <= 0:
             raise PaymentRefused({"amount": ["Nothing is left to refund (pending refunds count)."]})
@@ -745,7 +771,7 @@ def refund(txn: Transaction, amount: Decimal | None = None, *, user: Any = None)
             raise PaymentRefused(
                 {"amount": [f"At most {refundable} {locked.currency} can still be refunded."]}
             )
-        pending = Refund.objects.create(transaction=locked, amount=wanted, requested_by=user)
+        pending = Refund.objects.create(transaction=locked, amount=wanted, requested_by=_user(user))
     config = community_config(locked.community_id)
     client = get_client(config)
     envelope, error, _ = _invoke(
@@ -798,7 +824,7 @@ def cancel_recurring(series: RecurringSeries, *, user: Any = None) -> RecurringS
             locked.cancel_state = RecurringSeries.CANCEL_DONE
             locked.active = False
             locked.cancelled_at = timezone.now()
-            locked.cancelled_by = user if getattr(user, "pk", None) else None
+            locked.cancelled_by = _user(user)
             _after_commit(
                 signals.recurring_series_cancelled, sender=RecurringSeries, series=locked, user=user
             )
@@ -849,7 +875,7 @@ def create_direct_order(*, user: Any = None, **fields: Any) -> DirectOrder:
         callback_url=data["callback_url"],
         paid=data["paid"],
         merchant_reference=data["merchant_reference"],
-        created_by=user if getattr(user, "pk", None) else None,
+        created_by=_user(user),
     )
     client = get_client(config)
     envelope, error, _ = _invoke(
@@ -977,3 +1003,173 @@ def fetch_statistics(community_id: str | None = None) -> StatisticsSnapshot:
         weekly_collected_transactions=stats.weekly_collected_transactions,
         raw=json_safe(envelope.data),
     )
+
+
+# --- callbacks ----------------------------------------------------------------------------------
+
+#: Client errors after which a callback's verification is worth trying again later.
+TRANSIENT_ERRORS: tuple[type[PayCollectError], ...] = (
+    ConnectError,
+    OutcomeUnknownError,
+    ServerError,
+    RateLimitError,
+    UnexpectedResponseError,
+)
+
+
+def verify_callback(callback_id: int) -> ReceivedCallback:
+    """Verify a stored callback: fetch its transaction from the service and apply what the service says.
+
+    The callback's claims (status, amount) are never applied; they only say which transaction to
+    fetch. A renewal charge of a recurring series arrives as a new uuid and is created from the
+    fetched object. Idempotent: a callback already processed (a redelivered task, a second click)
+    is left alone. Raises the client's error when the service cannot be read: the caller retries
+    on :data:`TRANSIENT_ERRORS` and otherwise records the failure with :func:`callback_failed`.
+    """
+    with transaction.atomic():
+        callback = ReceivedCallback.objects.select_for_update().get(pk=callback_id)
+        if callback.state in (
+            ReceivedCallback.PROCESSED,
+            ReceivedCallback.DUPLICATE,
+            ReceivedCallback.INVALID,
+        ):
+            return callback
+        callback.attempts += 1
+        callback.task_id = current_task_id.get() or callback.task_id
+        callback.save(update_fields=["attempts", "task_id"])
+
+    known = Transaction.objects.filter(uuid=callback.transaction_uuid).first()
+    community_id = known.community_id if known is not None else _community_of(callback.merchant_id)
+    txn = sync_transaction(
+        known, uuid=callback.transaction_uuid, community_id=community_id, source="callback"
+    )
+    if callback.payment_id and txn.direct_order_id is None:
+        _link_direct_order(txn, callback.payment_id)
+
+    with transaction.atomic():
+        callback = ReceivedCallback.objects.select_for_update().get(pk=callback_id)
+        callback.transaction = txn
+        callback.state = ReceivedCallback.PROCESSED
+        callback.processed_at = timezone.now()
+        notes = [f"service says {txn.service_status or '?'}; transaction is {txn.status}"]
+        if callback.claimed_status and callback.claimed_status != txn.service_status:
+            notes.append(f"the callback claimed {callback.claimed_status}")
+        if callback.merchant_id and callback.merchant_id != txn.community_id:
+            notes.append(f"the callback named community {callback.merchant_id}")
+        if txn.amount_mismatch:
+            notes.append("amount mismatch flagged")
+        callback.outcome = "; ".join(notes)
+        callback.error = callback.traceback = ""
+        callback.save()
+    return callback
+
+
+def callback_failed(callback_id: int, error: BaseException, traceback_text: str = "") -> None:
+    """Record that a callback could not be verified (shown in the admin; reprocessable)."""
+    secrets = _secrets(None)
+    ReceivedCallback.objects.filter(pk=callback_id).exclude(state=ReceivedCallback.PROCESSED).update(
+        state=ReceivedCallback.FAILED,
+        error=_without(f"{type(error).__name__}: {error}", secrets)[:2000],
+        traceback=_without(traceback_text, secrets)[-20000:],
+    )
+
+
+def _community_of(claimed: str) -> str | None:
+    """The claimed community when we know it (settings or a row); otherwise the default one."""
+    if claimed and (
+        claimed == paycollect_settings.COMMUNITY_ID or Community.objects.filter(community_id=claimed).exists()
+    ):
+        return claimed
+    return None
+
+
+def _link_direct_order(txn: Transaction, payment_id: str) -> None:
+    # Only the callback says which order a payment belongs to (the fetched transaction does not);
+    # the transaction itself is verified, and how the service totals discount and VAT is not shown,
+    # so the link is recorded without an amount rule of our own.
+    order = DirectOrder.objects.filter(payment_id=payment_id, community_id=txn.community_id).first()
+    if order is None:
+        return
+    Transaction.objects.filter(pk=txn.pk, direct_order__isnull=True).update(direct_order=order)
+    txn.direct_order = order
+
+
+# --- reconciliation -----------------------------------------------------------------------------
+
+
+def abandon_unknown_start(txn: Transaction) -> bool:
+    """A payment whose start had an unknown outcome and was never confirmed: ABANDONED.
+
+    The service has no lookup by merchant reference, so such a payment can only be confirmed by a
+    callback. Without its page URL the customer cannot have paid it; after a while it is closed so
+    the reference can be paid again. Returns True when it was abandoned.
+    """
+    with _locked(Transaction, txn.pk) as locked:
+        if locked.uuid or locked.status != Transaction.NEW or not locked.outcome_unknown:
+            return False
+        _set_local_status(locked, Transaction.ABANDONED, source="reconcile")
+        locked.save()
+    return True
+
+
+def settle_unknown_cancel(series: RecurringSeries) -> RecurringSeries:
+    """Learn whether a cancellation of unknown outcome took effect, from the parent's ``recurring.active``."""
+    parent = series.parent_transaction or Transaction.objects.filter(uuid=series.parent_uuid).first()
+    if parent is None:
+        return series
+    sync_transaction(parent, source="reconcile")
+    with _locked(RecurringSeries, series.pk) as locked:
+        if locked.cancel_state != RecurringSeries.CANCEL_UNKNOWN:
+            return locked
+        if not locked.active:  # _link_series copied the fetched "active"
+            locked.cancel_state = RecurringSeries.CANCEL_DONE
+            locked.cancelled_at = locked.cancelled_at or timezone.now()
+            _after_commit(
+                signals.recurring_series_cancelled, sender=RecurringSeries, series=locked, user=None
+            )
+        else:
+            locked.cancel_state = RecurringSeries.CANCEL_FAILED  # still charging: it may be cancelled again
+        locked.save()
+    return locked
+
+
+def missed_charges(series: RecurringSeries) -> int:
+    """How many charges the service executed that we never heard of (from the parent's recurring_count).
+
+    Their uuids arrive only by callback, so they cannot be fetched; the count is for the report.
+    """
+    parent = series.parent_transaction or Transaction.objects.filter(uuid=series.parent_uuid).first()
+    if parent is None:
+        return 0
+    sync_transaction(parent, source="reconcile")
+    series.refresh_from_db()
+    known = series.charges.filter(status=Transaction.SUCCESSFUL).count()
+    return max(0, series.recurring_count - known)
+
+
+def resolve_refund(refund: Refund, *, succeeded: bool, user: Any = None) -> Refund:
+    """Settle a refund of unknown outcome by hand, after checking the service's dashboard.
+
+    The spec's transaction shows no refunds, so fetching cannot tell whether it happened.
+    """
+    with _locked(Transaction, refund.transaction_id) as locked:
+        done = Refund.objects.select_for_update().get(pk=refund.pk)
+        if done.state != Refund.UNKNOWN:
+            raise PaymentRefused(
+                {"refund": [f"Only a refund of unknown outcome can be resolved ({done.state})."]}
+            )
+        done.completed_at = timezone.now()
+        who = getattr(_user(user), "get_username", lambda: "someone")()
+        done.error = f"resolved by hand by {who}"
+        if succeeded:
+            done.state = Refund.SUCCEEDED
+            locked.refunded_amount += done.amount
+            locked.save(update_fields=["refunded_amount", "updated_at"])
+            _after_commit(signals.refund_succeeded, sender=Refund, refund=done, transaction=locked)
+        else:
+            done.state = Refund.FAILED
+            _after_commit(
+                signals.refund_failed, sender=Refund, refund=done, transaction=locked, error=done.error
+            )
+        done.save()
+    return done

@@ -76,3 +76,8 @@ PAYCOLLECT = {
     "CALLBACK_TOKENS": ["tests-callback-token-0123456789"],
 }
 SILENCED_SYSTEM_CHECKS = ["paycollect.W001"]  # the tests point BASE_URL at a loopback sandbox
+
+# Celery runs tasks inline unless a test (or the worker suite) points it at a broker.
+CELERY_TASK_ALWAYS_EAGER = True
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_BROKER_URL = "memory://"

@@ -59,4 +59,5 @@ def test_community_stores_keys_encrypted_and_shows_last_four_only():
     assert fresh.api_key == "abcdefgh-secret-9876"
     assert fresh.api_key_last4 == "9876"
     assert fresh.basic_credentials_last4 == "4321"
-    assert "secret" not in repr(fresh) and "secret" not in str(fresh)
+    assert "secret" not in repr(fresh)
+    assert "secret" not in str(fresh)

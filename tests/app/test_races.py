@@ -1,0 +1,90 @@
+"""Races that lose money in other payment apps, run on PostgreSQL where row locks are real.
+
+Each test lets several threads (each with its own database connection) hit the service layer at the
+same moment, through a barrier, against the live sandbox.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from django_paycollect import services
+from django_paycollect.exceptions import PaymentRefused
+from django_paycollect.models import Refund, Transaction
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+def race(threads: int, work: Callable[[int], Any]) -> list[Any]:
+    """Run ``work(i)`` in ``threads`` threads released together; returns results or raised exceptions."""
+    barrier = threading.Barrier(threads)
+    results: list[Any] = [None] * threads
+
+    def run(i: int) -> None:
+        try:
+            barrier.wait()
+            results[i] = work(i)
+        except Exception as exc:
+            results[i] = exc
+        finally:
+            connection.close()
+
+    pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join(timeout=60)
+    return results
+
+
+def test_ten_concurrent_refunds_never_refund_more_than_was_paid(
+    paycollect_live, paid_transaction, signal_log
+):
+    results = race(
+        10, lambda i: services.refund(Transaction.objects.get(pk=paid_transaction.pk), Decimal("20.00"))
+    )
+    refunds = [r for r in results if isinstance(r, Refund)]
+    refused = [r for r in results if isinstance(r, PaymentRefused)]
+    assert len(refunds) + len(refused) == 10, results
+    assert len(refunds) == 5
+    assert all(r.state == Refund.SUCCEEDED for r in refunds)
+    paid_transaction.refresh_from_db()
+    assert paid_transaction.refunded_amount == Decimal("100.00")
+    assert len(paycollect_live.control.journal("refund")) == 5
+    assert signal_log.count("refund_succeeded") == 5
+
+
+def test_concurrent_syncs_send_payment_succeeded_once(paycollect_live, pay, signal_log):
+    txn = pay("100.00")
+    paycollect_live.control.complete(txn.uuid, "SUCCESSFUL")
+    results = race(8, lambda i: services.sync_transaction(Transaction.objects.get(pk=txn.pk), source=f"t{i}"))
+    assert all(isinstance(r, Transaction) for r in results), results
+    assert signal_log.count("payment_succeeded") == 1
+    assert Transaction.objects.get(pk=txn.pk).status_changes.filter(to_status="SUCCESSFUL").count() == 1
+
+
+def test_concurrent_starts_for_one_reference_charge_once(paycollect_live, pay):
+    results = race(6, lambda i: pay("100.00", merchant_reference="double-click"))
+    assert all(isinstance(r, Transaction) for r in results), results
+    assert len({r.pk for r in results}) == 1
+    assert len(paycollect_live.control.journal("pay")) == 1
+
+
+def test_a_double_submitted_refund_form_refunds_once(paycollect_live, paid_transaction):
+    """Two clicks on the admin's refund page: both say 100.00 was refundable when the page was shown."""
+    results = race(
+        2,
+        lambda i: services.refund(
+            Transaction.objects.get(pk=paid_transaction.pk),
+            Decimal("30.00"),
+            expected_refundable=Decimal("100.00"),
+        ),
+    )
+    assert sorted(type(r).__name__ for r in results) == ["PaymentRefused", "Refund"], results
+    assert len(paycollect_live.control.journal("refund")) == 1
