@@ -19,6 +19,8 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy django_paycollect
+	@# Models and migrations must agree, so no user's makemigrations writes into site-packages.
+	$(BIN)/python -m django makemigrations --check --dry-run --settings=tests.settings
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -529,7 +529,9 @@ def test_community_extra_fields_must_be_text(client, rsps):
     errors = refused(
         rsps,
         lambda: client.create_community(
-            name="Club", logo=("l.jpg", JPEG), extra_fields={"allowed_cards": ["card-scheme-a"], "settings": {"a": 1}}
+            name="Club",
+            logo=("l.jpg", JPEG),
+            extra_fields={"allowed_cards": ["card-scheme-a"], "settings": {"a": 1}},
         ),
     )
     assert errors == {
