@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install test test-postgres lint format typecheck bench clean
+.PHONY: install test test-postgres test-worker lint format typecheck bench clean
 
 install: $(STAMP)
 
@@ -37,6 +37,12 @@ test: lint
 test-postgres: $(STAMP)
 	@test -n "$$PAYCOLLECT_TEST_POSTGRES" || { echo "set PAYCOLLECT_TEST_POSTGRES (see .ci/postgres.sh)"; exit 2; }
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Real Redis broker and Celery worker processes against PostgreSQL (tests/worker).
+# Needs PAYCOLLECT_TEST_POSTGRES and PAYCOLLECT_TEST_REDIS: eval "$$(bash .ci/postgres.sh)"; eval "$$(bash .ci/redis.sh)"
+test-worker: $(STAMP)
+	@test -n "$$PAYCOLLECT_TEST_POSTGRES" -a -n "$$PAYCOLLECT_TEST_REDIS" || { echo "set PAYCOLLECT_TEST_POSTGRES and PAYCOLLECT_TEST_REDIS (see .ci/postgres.sh, .ci/redis.sh)"; exit 2; }
+	$(BIN)/python -m pytest -m worker tests/worker $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

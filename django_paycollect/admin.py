@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode, urlsplit
 
@@ -36,7 +37,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from . import services
+from . import callbacks, services
 from .client import PayCollectError
 from .crypto import DecryptionError
 from .exceptions import PayCollectConfigurationError, PaymentRefused
@@ -46,11 +47,13 @@ from .models import (
     ApiCall,
     Community,
     DirectOrder,
+    ReceivedCallback,
     RecurringSeries,
     Refund,
     StatisticsSnapshot,
     Transaction,
     TransactionStatusChange,
+    json_safe,
 )
 
 if TYPE_CHECKING:
@@ -1102,3 +1105,182 @@ class StatisticsSnapshotAdmin(PayCollectAdmin[StatisticsSnapshot]):
     @admin.display(description=_("as the service answered"))
     def raw_display(self, obj: StatisticsSnapshot) -> SafeString:
         return _pretty_json(obj.raw)
+
+
+# --- received callbacks --------------------------------------------------------------------------------
+
+
+class CallbackValidityFilter(admin.SimpleListFilter):
+    title = _("valid")
+    parameter_name = "valid"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [("yes", _("Yes")), ("no", _("No (refused as invalid)"))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "yes":
+            return queryset.exclude(state=ReceivedCallback.INVALID)
+        if self.value() == "no":
+            return queryset.filter(state=ReceivedCallback.INVALID)
+        return queryset
+
+
+@admin.register(ReceivedCallback)
+class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
+    """Every callback POST as it arrived (read-only). What it claims is shown apart from what
+    verification found: the claims are never applied."""
+
+    list_display = (
+        "received_at",
+        "transaction_uuid",
+        "claimed_status",
+        "state",
+        "attempts",
+        "transaction_link",
+        "remote_addr",
+        "processed_at",
+    )
+    list_select_related = ("transaction",)
+    list_filter = (
+        "state",
+        CallbackValidityFilter,
+        "claimed_status",
+        ("received_at", admin.DateFieldListFilter),
+        "token_index",
+    )
+    search_fields = ("=transaction_uuid", "=payment_id", "=task_id")
+    search_help_text = _("An exact transaction uuid, payment id or Celery task id.")
+    changelist_defer = (
+        "body",
+        "headers",
+        "custom_fields",
+        "message",
+        "outcome",
+        "error",
+        "traceback",
+        "invalid_reason",
+        "transaction__raw",
+        "transaction__custom_fields",
+    )
+    actions = ("reprocess",)
+    fieldsets = (
+        (
+            _("As received"),
+            {
+                "fields": (
+                    "received_at",
+                    "state",
+                    "invalid_reason",
+                    "token_display",
+                    "remote_addr",
+                    "headers_display",
+                    "body_display",
+                )
+            },
+        ),
+        (
+            _("What it claims (never applied)"),
+            {
+                "fields": (
+                    "transaction_uuid",
+                    "claimed_status",
+                    "total_amount",
+                    "total_amount_piasters",
+                    "payment_id",
+                    "merchant_id",
+                    "member_id",
+                    "is_sub_payment",
+                    "parent_transaction",
+                    "message",
+                    "custom_fields_display",
+                )
+            },
+        ),
+        (
+            _("Verification"),
+            {
+                "fields": (
+                    "transaction_link",
+                    "duplicate_of_link",
+                    "attempts",
+                    "task_id",
+                    "processed_at",
+                    "outcome",
+                    "error",
+                    "traceback_display",
+                )
+            },
+        ),
+    )
+    readonly_fields = tuple(flatten_fieldsets(fieldsets))
+
+    @admin.display(description=_("token"))
+    def token_display(self, obj: ReceivedCallback) -> str:
+        # The position in CALLBACK_TOKENS only: the token itself is never stored.
+        if obj.token_index is None:
+            return "—"
+        return gettext("CALLBACK_TOKENS[%(index)d]") % {"index": obj.token_index}
+
+    @admin.display(description=_("transaction"))
+    def transaction_link(self, obj: ReceivedCallback) -> SafeString | str:
+        return _link(_change_url(obj.transaction), obj.transaction) if obj.transaction else "—"
+
+    @admin.display(description=_("duplicate of"))
+    def duplicate_of_link(self, obj: ReceivedCallback) -> SafeString | str:
+        if obj.duplicate_of_id is None:
+            return "—"
+        url = reverse("admin:paycollect_receivedcallback_change", args=[obj.duplicate_of_id])
+        return _link(url, gettext("callback #%(pk)s") % {"pk": obj.duplicate_of_id})
+
+    @admin.display(description=_("headers"))
+    def headers_display(self, obj: ReceivedCallback) -> SafeString:
+        return _pretty_json(obj.headers)
+
+    @admin.display(description=_("body"))
+    def body_display(self, obj: ReceivedCallback) -> SafeString:
+        # Pretty when it parses; otherwise (invalid ones, absurdly nested ones) as it arrived.
+        try:
+            return _pretty_json(json_safe(json.loads(obj.body, parse_float=Decimal)))
+        except (ValueError, RecursionError):
+            return format_html("<pre>{}</pre>", obj.body or "—")
+
+    @admin.display(description=_("custom fields"))
+    def custom_fields_display(self, obj: ReceivedCallback) -> SafeString:
+        return _pretty_json(obj.custom_fields)
+
+    @admin.display(description=_("traceback"))
+    def traceback_display(self, obj: ReceivedCallback) -> SafeString:
+        return format_html("<pre>{}</pre>", obj.traceback or "—")
+
+    def has_reprocess_permission(self, request: HttpRequest) -> bool:
+        return self._has_perm(request, "reprocess_receivedcallback")
+
+    @admin.action(description=_("Verify again (reprocess)"), permissions=["reprocess"])
+    def reprocess(self, request: HttpRequest, queryset: QuerySet[ReceivedCallback]) -> None:
+        outcomes = Outcomes(gettext("Reprocess"))
+        queued: list[str] = []
+        for callback in queryset.select_related(None).only("pk", "state"):
+            label = f"#{callback.pk}"
+            if not callbacks.requeue(callback.pk):
+                outcomes.failed.append(
+                    (
+                        label,
+                        gettext("it is %(state)s: nothing to verify")
+                        % {"state": callback.get_state_display()},
+                    )
+                )
+                continue
+            # The changelist is non-atomic, so the task is sent now (and, eager, runs now).
+            transaction.on_commit(partial(callbacks.enqueue, callback.pk))
+            after = ReceivedCallback.objects.only("state", "error").get(pk=callback.pk)
+            if after.state == ReceivedCallback.PROCESSED:
+                outcomes.succeeded.append(label)
+            elif after.state == ReceivedCallback.FAILED:
+                outcomes.failed.append((label, after.error))
+            else:
+                queued.append(label)
+        if queued:
+            outcomes.notes.append(
+                gettext("Reprocess: queued for verification: %(which)s.") % {"which": _listed(queued)}
+            )
+        outcomes.report(request)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -77,6 +78,32 @@ def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
                 id="paycollect.W003",
             )
         )
+    messages += _check_trusted_proxies()
+    return messages
+
+
+def _check_trusted_proxies() -> list[CheckMessage]:
+    messages: list[CheckMessage] = []
+    for entry in paycollect_settings.TRUSTED_PROXIES or ():
+        try:
+            network = ipaddress.ip_network(str(entry), strict=False)
+        except ValueError:
+            messages.append(
+                Error(
+                    f"PAYCOLLECT['TRUSTED_PROXIES'] entry {entry!r} is not an address or network.",
+                    id="paycollect.E008",
+                )
+            )
+            continue
+        if network.prefixlen == 0:
+            messages.append(
+                Warning(
+                    f"PAYCOLLECT['TRUSTED_PROXIES'] entry {entry!r} trusts every address: "
+                    "any client can choose the IP stored for its callbacks.",
+                    hint="List only your own proxies' addresses.",
+                    id="paycollect.W004",
+                )
+            )
     return messages
 
 

@@ -33,9 +33,18 @@ DEFAULTS: dict[str, Any] = {
     "CALLBACK_TOKENS": [],
     # True when the community's fees are added in the bill: prepare amount is called first.
     "FEES_IN_BILL": False,
-    # Where the browser return sends the customer.
+    # Where the browser return sends the customer (a path, a URL or a URL name).
     "SUCCESS_URL": "/",
     "FAILURE_URL": "/",
+    # (connect, read) seconds of the fetch made while the returning customer waits; no retries.
+    "RETURN_TIMEOUT": (2.0, 3.0),
+    # Callbacks larger than this are refused with 413.
+    "MAX_CALLBACK_BYTES": 65536,
+    # Proxies (addresses or networks) whose X-Forwarded-For is believed when storing a client IP.
+    "TRUSTED_PROXIES": (),
+    # An optional shared secret the service echoes in the callback body: the field's name and its values.
+    "CALLBACK_SECRET_FIELD": "",
+    "CALLBACK_SECRET": [],
     # Keys that encrypt stored secrets: the first encrypts, all decrypt. Empty: derived from SECRET_KEY.
     "ENCRYPTION_KEYS": [],
     # Store request bodies in ApiCall rows (secrets are never stored either way).

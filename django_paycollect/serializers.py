@@ -1,5 +1,5 @@
-"""DRF serializers for what comes in: inputs of the service layer (and, later, callback bodies,
-return parameters and the optional REST API).
+"""DRF serializers for what comes in: inputs of the service layer, callback bodies and browser return
+parameters (and, later, the optional REST API).
 
 The spec's rules (names, phones, currencies, amounts, recurring fields) live once, in
 ``django_paycollect.client.validation.Checker``; the fields here call it, so a rule never drifts
@@ -8,6 +8,7 @@ between the client and the forms, admin and API that feed the service layer.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -133,3 +134,146 @@ class DirectOrderSerializer(serializers.Serializer[dict[str, Any]]):
 
 class RefundSerializer(serializers.Serializer[dict[str, Any]]):
     amount = money_field(required=False, allow_null=True, default=None)
+
+
+# --- what the service sends back: callback bodies and browser return parameters -----------------
+#
+# Nothing read here is trusted: these serializers only say which transaction a message is about
+# and keep what it claims for the record. Verification fetches the transaction from the service.
+
+_UUID_TEXT = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[0-9a-fA-F]{32}"
+)
+
+#: Top-level keys of the spec's callback body; every other key is a custom field (labels may hold spaces).
+CALLBACK_FIELDS = frozenset(
+    {
+        "total_amount_piasters",
+        "total_amount",
+        "transaction_uuid",
+        "transaction_id",
+        "transaction_status",
+        "member_id",
+        "payment_id",
+        "merchant_id",
+        "message",
+        "recurring",
+    }
+)
+
+
+def looks_like_uuid(value: Any) -> bool:
+    """A transaction uuid as the spec names it: 36-character text, or the same 32 hex digits."""
+    return isinstance(value, str) and _UUID_TEXT.fullmatch(value.strip()) is not None
+
+
+class TransactionUuidField(serializers.CharField):
+    """A transaction uuid, kept as the service spelled it (it is what we store, match and fetch)."""
+
+    default_error_messages = {"not_uuid": "Not a transaction uuid."}
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", 64)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        if value and not looks_like_uuid(value):
+            self.fail("not_uuid")
+        return value
+
+
+def claimed_uuid(attrs: dict[str, Any]) -> str:
+    """The uuid of ``transaction_uuid``, or of a ``transaction_id`` holding one (the spec's example).
+
+    A numeric ``transaction_id`` is the service's integer id: it names no uuid, so it is ignored here.
+    Both keys naming different uuids is a contradiction, not something to pick from.
+    """
+    uuid: str = attrs.get("transaction_uuid") or ""
+    other = attrs.get("transaction_id")
+    if isinstance(other, str) and looks_like_uuid(other):
+        other = other.strip()
+        if uuid and uuid.lower() != other.lower():
+            raise serializers.ValidationError(
+                {"transaction_id": ["Names another transaction than transaction_uuid."]}
+            )
+        uuid = uuid or other
+    return uuid
+
+
+class TransactionIdField(serializers.Field):  # type: ignore[type-arg]
+    """``transaction_id``: the uuid (the spec's example callback) or the integer id (Pay's answer)."""
+
+    default_error_messages = {"invalid": "Must be a transaction uuid or an integer id."}
+
+    def to_internal_value(self, data: Any) -> str | int:
+        if isinstance(data, bool) or not isinstance(data, (str, int)):
+            self.fail("invalid")
+        if isinstance(data, str) and not (looks_like_uuid(data) or data.strip().isdigit()):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class RecurringClaimSerializer(serializers.Serializer[dict[str, Any]]):
+    is_sub_payment = serializers.BooleanField(required=False, allow_null=True, default=None)
+    parent_transaction = TransactionUuidField(required=False, allow_null=True, allow_blank=True, default="")
+
+
+class CallbackBodySerializer(serializers.Serializer[dict[str, Any]]):
+    """The claims of a callback body, tolerant of the spec's variants, strict about types.
+
+    Amounts are numbers or decimal text (JSON numbers must be parsed as Decimal); ``member_id``
+    null or text; ``recurring`` an object. Custom fields (any other key) are not read here.
+    """
+
+    transaction_uuid = TransactionUuidField(required=False, allow_blank=True, default="")
+    transaction_id = TransactionIdField(required=False, allow_null=True, default=None)
+    transaction_status = serializers.CharField(max_length=64)
+    total_amount = serializers.DecimalField(
+        max_digits=14, decimal_places=2, required=False, allow_null=True, default=None, coerce_to_string=False
+    )
+    total_amount_piasters = serializers.IntegerField(
+        min_value=0, max_value=2**63 - 1, required=False, allow_null=True, default=None
+    )
+    member_id = serializers.CharField(max_length=100, required=False, allow_null=True, allow_blank=True)
+    payment_id = serializers.CharField(max_length=100, required=False, allow_null=True, allow_blank=True)
+    merchant_id = serializers.CharField(max_length=100, required=False, allow_null=True, allow_blank=True)
+    message = serializers.CharField(
+        max_length=5000, required=False, allow_null=True, allow_blank=True, trim_whitespace=False
+    )
+    recurring = RecurringClaimSerializer(required=False, allow_null=True, default=None)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        uuid = claimed_uuid(attrs)
+        if not uuid:
+            raise serializers.ValidationError(
+                {"transaction_uuid": ["Required (or a transaction_id holding the uuid)."]}
+            )
+        attrs["transaction_uuid"] = uuid
+        return attrs
+
+
+class ReturnParametersSerializer(serializers.Serializer[dict[str, Any]]):
+    """Query parameters of a browser return: the Pay set, the Direct order set, or the spec's variant
+    with ``member_id`` and a ``transaction_id``.
+
+    Only the uuid is used (to find the transaction, which is then fetched); amounts and status are
+    kept as text for the log, so a malformed claim never stops a customer's return. Custom fields of
+    a direct order are further parameters and are not read.
+    """
+
+    transaction_uuid = TransactionUuidField(required=False, allow_blank=True, default="")
+    transaction_id = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    transaction_status = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    amount = serializers.CharField(max_length=32, required=False, allow_blank=True, default="")
+    amount_piasters = serializers.CharField(max_length=32, required=False, allow_blank=True, default="")
+    total_amount = serializers.CharField(max_length=32, required=False, allow_blank=True, default="")
+    total_amount_piasters = serializers.CharField(max_length=32, required=False, allow_blank=True, default="")
+    member_id = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs["transaction_uuid"] = claimed_uuid(attrs)
+        return attrs

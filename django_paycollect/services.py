@@ -16,6 +16,7 @@ else. The rules they keep:
 from __future__ import annotations
 
 import contextvars
+import datetime as dt
 import hashlib
 import logging
 import threading
@@ -117,9 +118,15 @@ def community_config(community_id: str | None = None) -> CommunityConfig:
 _clients = threading.local()
 
 
-def get_client(config: CommunityConfig, *, timeout: tuple[float, float] | None = None) -> PayCollectClient:
+def get_client(
+    config: CommunityConfig,
+    *,
+    timeout: tuple[float, float] | None = None,
+    max_network_retries: int | None = None,
+) -> PayCollectClient:
     """A client for the community, one per thread and configuration so connections are pooled."""
     timeout = tuple(timeout or paycollect_settings.TIMEOUT)
+    retries = paycollect_settings.MAX_NETWORK_RETRIES if max_network_retries is None else max_network_retries
     fingerprint = hashlib.sha256(
         "\x00".join(
             map(
@@ -129,7 +136,7 @@ def get_client(config: CommunityConfig, *, timeout: tuple[float, float] | None =
                     config.api_key,
                     config.basic_credentials,
                     timeout,
-                    paycollect_settings.MAX_NETWORK_RETRIES,
+                    retries,
                     paycollect_settings.PROMOCODE_METHOD,
                 ),
             )
@@ -149,7 +156,7 @@ def get_client(config: CommunityConfig, *, timeout: tuple[float, float] | None =
             api_key=config.api_key or None,
             basic_credentials=config.basic_credentials or None,
             timeout=timeout,
-            max_network_retries=paycollect_settings.MAX_NETWORK_RETRIES,
+            max_network_retries=retries,
             promocode_method=paycollect_settings.PROMOCODE_METHOD,
         )
         cache[fingerprint] = client
@@ -221,6 +228,8 @@ def _without(value: Any, secrets: tuple[str, ...]) -> Any:
 def _secrets(config: CommunityConfig | None) -> tuple[str, ...]:
     values = [config.api_key, config.basic_credentials] if config else []
     values += [str(t) for t in paycollect_settings.CALLBACK_TOKENS or []]
+    echoed = paycollect_settings.CALLBACK_SECRET or []
+    values += [echoed] if isinstance(echoed, str) else [str(v) for v in echoed]
     return tuple(v for v in values if v)
 
 
@@ -566,7 +575,7 @@ def start_payment(
             apply_status(txn, started.transaction_status or Transaction.PENDING, source="pay")
             txn.save()
             return txn
-    raise _refused(error)
+    raise _refused(error) from error
 
 
 def sync_transaction(
@@ -576,6 +585,7 @@ def sync_transaction(
     community_id: str | None = None,
     source: str = "sync",
     timeout: tuple[float, float] | None = None,
+    max_network_retries: int | None = None,
 ) -> Transaction:
     """Fetch the transaction from the service and apply what it says (never what a message claimed).
 
@@ -584,6 +594,7 @@ def sync_transaction(
     fetched community, amount or currency differs from what we stored, the transaction is flagged
     and ``amount_mismatch_detected`` is sent instead of applying the status.
     Raises the client's error when the service cannot be read (the caller decides to retry).
+    ``timeout`` and ``max_network_retries`` override the settings (a waiting customer: short, none).
     """
     if txn is None:
         if not uuid:
@@ -594,7 +605,7 @@ def sync_transaction(
     wanted_uuid = txn.uuid if txn is not None else uuid
     assert wanted_uuid
     config = community_config(txn.community_id if txn is not None else community_id)
-    client = get_client(config, timeout=timeout)
+    client = get_client(config, timeout=timeout, max_network_retries=max_network_retries)
     envelope, error, api_call = _invoke(
         "get_transaction",
         config,
@@ -727,7 +738,7 @@ def capture(txn: Transaction, *, user: Any = None) -> Transaction:
             locked.last_error = str(error)[:2000]
         locked.save()
     if error is not None and not error.outcome_unknown:
-        raise _refused(error)
+        raise _refused(error) from error
     return locked
 
 
@@ -834,7 +845,7 @@ def cancel_recurring(series: RecurringSeries, *, user: Any = None) -> RecurringS
             )
         locked.save()
     if error is not None and not error.outcome_unknown:
-        raise _refused(error)
+        raise _refused(error) from error
     return locked
 
 
@@ -924,7 +935,7 @@ def create_direct_order(*, user: Any = None, **fields: Any) -> DirectOrder:
             order.service_message = str(error)[:2000]
         order.save()
     if error is not None and not error.outcome_unknown:
-        raise _refused(error)
+        raise _refused(error) from error
     return order
 
 
@@ -1039,7 +1050,7 @@ def verify_callback(callback_id: int) -> ReceivedCallback:
         callback.save(update_fields=["attempts", "task_id"])
 
     known = Transaction.objects.filter(uuid=callback.transaction_uuid).first()
-    community_id = known.community_id if known is not None else _community_of(callback.merchant_id)
+    community_id = known.community_id if known is not None else community_of(callback.merchant_id)
     txn = sync_transaction(
         known, uuid=callback.transaction_uuid, community_id=community_id, source="callback"
     )
@@ -1074,7 +1085,7 @@ def callback_failed(callback_id: int, error: BaseException, traceback_text: str 
     )
 
 
-def _community_of(claimed: str) -> str | None:
+def community_of(claimed: str) -> str | None:
     """The claimed community when we know it (settings or a row); otherwise the default one."""
     if claimed and (
         claimed == paycollect_settings.COMMUNITY_ID or Community.objects.filter(community_id=claimed).exists()
@@ -1095,6 +1106,9 @@ def _link_direct_order(txn: Transaction, payment_id: str) -> None:
 
 
 # --- reconciliation -----------------------------------------------------------------------------
+
+#: A call still "pending" after this long was left by a process that died; no answer will come.
+STALE_IN_FLIGHT = dt.timedelta(minutes=15)
 
 
 def abandon_unknown_start(txn: Transaction) -> bool:
@@ -1119,7 +1133,8 @@ def settle_unknown_cancel(series: RecurringSeries) -> RecurringSeries:
         return series
     sync_transaction(parent, source="reconcile")
     with _locked(RecurringSeries, series.pk) as locked:
-        if locked.cancel_state != RecurringSeries.CANCEL_UNKNOWN:
+        # PENDING too: a process killed mid-call leaves it so (the caller decides it is old enough).
+        if locked.cancel_state not in (RecurringSeries.CANCEL_UNKNOWN, RecurringSeries.CANCEL_PENDING):
             return locked
         if not locked.active:  # _link_series copied the fetched "active"
             locked.cancel_state = RecurringSeries.CANCEL_DONE
@@ -1150,13 +1165,20 @@ def missed_charges(series: RecurringSeries) -> int:
 def resolve_refund(refund: Refund, *, succeeded: bool, user: Any = None) -> Refund:
     """Settle a refund of unknown outcome by hand, after checking the service's dashboard.
 
-    The spec's transaction shows no refunds, so fetching cannot tell whether it happened.
+    The spec's transaction shows no refunds, so fetching cannot tell whether it happened. A refund
+    still PENDING after :data:`STALE_IN_FLIGHT` was left by a process that died mid-call and is
+    settled the same way; a younger one may still be waiting for its answer.
     """
     with _locked(Transaction, refund.transaction_id) as locked:
         done = Refund.objects.select_for_update().get(pk=refund.pk)
-        if done.state != Refund.UNKNOWN:
+        stale = done.state == Refund.PENDING and done.created_at < timezone.now() - STALE_IN_FLIGHT
+        if done.state != Refund.UNKNOWN and not stale:
             raise PaymentRefused(
-                {"refund": [f"Only a refund of unknown outcome can be resolved ({done.state})."]}
+                {
+                    "refund": [
+                        f"Only a refund of unknown outcome or long pending is settled by hand ({done.state})."
+                    ]
+                }
             )
         done.completed_at = timezone.now()
         who = getattr(_user(user), "get_username", lambda: "someone")()

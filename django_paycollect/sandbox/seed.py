@@ -13,7 +13,7 @@ import uuid
 from decimal import Decimal
 from typing import Any
 
-from django.db import models
+from django.db import models, transaction
 
 from . import fastpath, journal
 from .conf import get_settings
@@ -240,4 +240,7 @@ def reset() -> dict[str, Any]:
         state.config = {}
         state.callback_plan = []
         state.save()
+        # A request in flight during the reset may cache the old rows again: forget them after the commit too.
+        transaction.on_commit(fastpath.forget_communities)
+        transaction.on_commit(fastpath.forget_faults)
         return seed(identity or None, str(identity.get("base_url") or ""))

@@ -80,3 +80,9 @@ def test_undecryptable_stored_keys_are_an_error():
         assert "paycollect.E005" in [m.id for m in messages]
         with pytest.raises(crypto.DecryptionError):
             Community.objects.get().api_key  # noqa: B018
+
+
+def test_trusted_proxies_are_checked():
+    assert "paycollect.E008" in ids(PAYCOLLECT={**GOOD, "TRUSTED_PROXIES": ["not-an-ip"]})
+    assert "paycollect.W004" in ids(PAYCOLLECT={**GOOD, "TRUSTED_PROXIES": ["0.0.0.0/0"]})
+    assert ids(PAYCOLLECT={**GOOD, "TRUSTED_PROXIES": ["10.0.0.0/8", "::1"]}) == []

@@ -1,0 +1,103 @@
+"""``manage.py paycollect_process_callbacks [--failed] [--ids 1 2 3] [--older-than 1m] [--dry-run]``."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import timedelta
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from ... import callbacks, reconciliation
+from ...models import ReceivedCallback
+
+
+def age(text: str) -> timedelta:
+    try:
+        return reconciliation.parse_age(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+class Command(BaseCommand):
+    help = (
+        "Verify stored callbacks again, here and now, through the service layer: by default those "
+        "received or queued more than --older-than ago whose task never ran (a broker down, a worker "
+        "lost); with --failed those whose verification failed; with --ids exactly those. "
+        "Exits with status 1 when one still fails."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        which = parser.add_mutually_exclusive_group()
+        which.add_argument("--failed", action="store_true", help="callbacks whose verification failed")
+        which.add_argument("--ids", nargs="+", type=int, metavar="ID", help="these callbacks (by id)")
+        parser.add_argument(
+            "--older-than",
+            type=age,
+            default=timedelta(minutes=1),
+            metavar="AGE",
+            help="without --failed or --ids: received at least this long ago (default 1m)",
+        )
+        parser.add_argument("--dry-run", action="store_true", help="list them, process nothing")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        verbosity = int(options["verbosity"])
+        selected = self._selected(options)
+        ids = list(selected.order_by("received_at", "pk").values_list("pk", flat=True))
+        if options["ids"]:
+            for missing in sorted(set(options["ids"]) - set(ids)):
+                state = ReceivedCallback.objects.filter(pk=missing).values_list("state", flat=True).first()
+                why = f"is {state}, nothing to verify" if state else "does not exist"
+                self.stderr.write(f"callback #{missing} {why}; skipped")
+        if not ids:
+            if verbosity:
+                self.stdout.write("No callbacks to process.")
+            return
+        if verbosity:
+            self.stdout.write(f"{len(ids)} callback(s) to process")
+        counts: dict[str, int] = {}
+        for done, pk in enumerate(ids, start=1):
+            callback = ReceivedCallback.objects.get(pk=pk)
+            claims = f"{callback.transaction_uuid} claims {callback.claimed_status}"
+            label = f"[{done}/{len(ids)}] callback #{pk} ({claims})"
+            if options["dry_run"]:
+                self.stdout.write(f"{label}: {callback.state}, would be processed")
+                continue
+            # The claim makes a concurrent run (or a redelivery) skip it rather than verify it twice.
+            if not callbacks.requeue(pk):
+                counts["skipped"] = counts.get("skipped", 0) + 1
+                self.stdout.write(f"{label}: taken by someone else meanwhile; skipped")
+                continue
+            state = callbacks.process_now(pk)
+            counts[state] = counts.get(state, 0) + 1
+            after = ReceivedCallback.objects.get(pk=pk)
+            if state == ReceivedCallback.PROCESSED:
+                if verbosity:
+                    self.stdout.write(f"{label}: processed: {after.outcome}")
+            else:
+                self.stderr.write(f"{label}: {state}: {after.error or 'see the admin'}")
+        if options["dry_run"]:
+            self.stdout.write(f"Dry run: {len(ids)} callback(s) would be processed.")
+            return
+        summary = ", ".join(f"{count} {state}" for state, count in sorted(counts.items()))
+        self.stdout.write(f"Processed {len(ids)} callback(s): {summary}.")
+        failed = len(ids) - counts.get(ReceivedCallback.PROCESSED, 0) - counts.get("skipped", 0)
+        if failed:
+            raise CommandError(f"{failed} callback(s) could not be verified (see above)", returncode=1)
+
+    def _selected(self, options: dict[str, Any]) -> QuerySet[ReceivedCallback]:
+        if options["ids"]:
+            return ReceivedCallback.objects.filter(
+                pk__in=options["ids"], state__in=callbacks.REPROCESSABLE_STATES
+            )
+        if options["failed"]:
+            return ReceivedCallback.objects.filter(state=ReceivedCallback.FAILED)
+        if options["older_than"] <= timedelta(0):
+            # A callback just stored is being handed to its task right now: not for us to take.
+            raise CommandError("--older-than must be more than zero without --failed or --ids")
+        return ReceivedCallback.objects.filter(
+            state__in=(ReceivedCallback.RECEIVED, ReceivedCallback.QUEUED),
+            received_at__lt=timezone.now() - options["older_than"],
+        )

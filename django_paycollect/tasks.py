@@ -1,0 +1,539 @@
+"""Celery tasks: thin callers of the service layer, one per operation, plus callbacks and housekeeping.
+
+The project's Celery app discovers these tasks (``app.autodiscover_tasks()``); with
+``CELERY_TASK_ALWAYS_EAGER`` they run inline, which is what the demo and the tests use. Every task
+stores its id on the ApiCall rows it causes (``services.current_task_id``), so the admin shows which
+task made which call.
+
+Arguments are JSON-serialisable: primary keys, amounts as strings (``"100.00"``, never floats),
+dates as ISO text, users as ids. Results are small dicts of the same kind.
+
+Delivery rules, and why:
+
+* Reads (``sync_transaction``, ``fetch_statistics``, ``prepare_amount``, ``validate_promocode``),
+  ``process_callback``, ``reconcile`` and ``prune`` are idempotent: running them twice gives the
+  same state (verification applies what the service says, under a row lock, through a status
+  machine that only moves forward). They ack late and are requeued when their worker dies
+  (``acks_late``, ``reject_on_worker_lost``), and reads retry with backoff on
+  ``services.TRANSIENT_ERRORS``.
+* State-changing operations (``start_payment``, ``create_direct_order``, ``capture``, ``refund``,
+  ``cancel_recurring``, ``create_community``) ack early: a message redelivered after the request
+  reached the service would send it again (a second refund, a second order mailed to the
+  customer). If their worker dies, the row they left pending is reported by reconciliation instead.
+  After an ambiguous failure the service layer records "outcome unknown" and the task does not call
+  again; only a request that was never sent (``ConnectError``) is retried. As a second guard, a
+  state-changing task whose id already made a call that may have reached the service (a broker
+  redelivery, e.g. after Redis's ``visibility_timeout``) does not call again and returns what that
+  call left.
+
+Keep the broker's ``visibility_timeout`` (Redis, SQS) longer than the longest retry countdown and
+queue wait: a message held longer is handed to a second worker.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import itertools
+import logging
+import random
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any, NoReturn, TypeVar
+
+from celery import shared_task
+from celery.schedules import crontab
+from django.apps import apps
+from django.contrib.auth import get_user_model
+
+from . import reconciliation, services
+from .client import OPERATIONS, ConnectError, Logo, NotFoundError, PayCollectError, RateLimitError
+from .exceptions import PaymentRefused
+from .models import ApiCall, DirectOrder, RecurringSeries, Refund, StatisticsSnapshot, Transaction
+
+logger = logging.getLogger("django_paycollect.tasks")
+
+R = TypeVar("R")
+
+#: Seconds before each retry of a callback whose transaction could not be fetched.
+CALLBACK_RETRY_DELAYS = (5, 30, 120, 600, 1800)
+#: Retries of a read meeting a transient error: exponential backoff from READ_BACKOFF seconds.
+READ_MAX_RETRIES = 5
+READ_BACKOFF = 2.0
+READ_BACKOFF_CAP = 300.0
+#: Seconds before each retry of a state-changing call that was never sent (ConnectError).
+NOT_SENT_RETRY_DELAYS = (10, 60, 300)
+
+#: Beat entries to merge into ``CELERY_BEAT_SCHEDULE`` (plain beat, or django-celery-beat, which
+#: copies them into its tables at start)::
+#:
+#:     from django_paycollect.tasks import BEAT_SCHEDULE
+#:     CELERY_BEAT_SCHEDULE = {**BEAT_SCHEDULE, ...}
+#:
+#: ``expires`` drops a run still queued when the next one is due, so a slow worker never piles
+#: them up.
+BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
+    "paycollect-reconcile": {
+        "task": "paycollect.reconcile",
+        "schedule": timedelta(minutes=15),
+        "kwargs": {"older_than": "30m"},
+        "options": {"expires": 14 * 60},
+    },
+    "paycollect-prune": {
+        "task": "paycollect.prune",
+        "schedule": crontab(hour=3, minute=30),
+        "kwargs": {"older_than": "90d"},
+        "options": {"expires": 6 * 3600},
+    },
+}
+
+_STATE_CHANGING = tuple(name for name, op in OPERATIONS.items() if op.changes_state)
+
+# Idempotent tasks: redelivered when the worker dies before finishing (see the module docstring).
+_REDELIVERABLE: dict[str, Any] = {"bind": True, "acks_late": True, "reject_on_worker_lost": True}
+_READ: dict[str, Any] = {**_REDELIVERABLE, "max_retries": READ_MAX_RETRIES}
+# State-changing tasks: acknowledged before they run, never redelivered. PaymentRefused is an
+# expected outcome (bad input, refused by the service), logged without a traceback.
+_WRITE: dict[str, Any] = {
+    "bind": True,
+    "acks_late": False,
+    "reject_on_worker_lost": False,
+    "max_retries": len(NOT_SENT_RETRY_DELAYS),
+    "throws": (PaymentRefused,),
+}
+
+
+@contextmanager
+def _task_id(task: Any) -> Iterator[None]:
+    token = services.current_task_id.set(getattr(task.request, "id", None) or "")
+    try:
+        yield
+    finally:
+        services.current_task_id.reset(token)
+
+
+# --- retries ------------------------------------------------------------------------------------
+
+
+def _retry_read(task: Any, exc: Exception) -> NoReturn:
+    """Retry a read with capped exponential backoff and jitter (the wait asked by a 429 if longer)."""
+    delay = min(READ_BACKOFF_CAP, READ_BACKOFF * 2**task.request.retries)
+    countdown = random.uniform(delay / 2, delay)  # noqa: S311  (jitter, so workers do not retry in step)
+    if isinstance(exc, RateLimitError) and exc.retry_after:
+        countdown = max(countdown, exc.retry_after)
+    # Past max_retries (or when called as a plain function), retry() raises exc itself.
+    raise task.retry(exc=exc, countdown=countdown) from None
+
+
+def _read(task: Any, call: Callable[[], R]) -> R:
+    """Run a read; on a transient error retry it: later through the broker, or at once when eager.
+
+    Eager runs retry in a loop here rather than through ``task.retry()``, which with
+    ``CELERY_TASK_EAGER_PROPAGATES`` raises ``Retry`` to the caller instead of retrying.
+    """
+    with _task_id(task):
+        for eager_retries in itertools.count():
+            try:
+                return call()
+            except services.TRANSIENT_ERRORS as exc:
+                if not task.request.is_eager:
+                    _retry_read(task, exc)
+                if eager_retries >= task.max_retries:
+                    raise
+                logger.warning("%s: %s; trying again at once (eager)", task.name, exc)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class _Attempt:
+    """One attempt of a state-changing task: what this task id already sent, and what this attempt did."""
+
+    def __init__(self, task: Any) -> None:
+        self.task_id: str = getattr(task.request, "id", None) or ""
+        #: A call of an earlier delivery of this message that may have reached the service.
+        self.earlier: ApiCall | None = None
+        self._floor = 0
+        if not self.task_id:  # called as a plain function: no id to recognise anything by
+            return
+        rows = list(ApiCall.objects.filter(task_id=self.task_id).order_by("pk"))
+        self._floor = rows[-1].pk if rows else 0
+        self.earlier = next(
+            (
+                r
+                for r in rows
+                if r.operation in _STATE_CHANGING and r.sent and r.error_class != "ConnectError"
+            ),
+            None,
+        )
+        if self.earlier is not None:
+            logger.warning(
+                "task %s %s delivered again after its call %s: not calling the service again",
+                task.name,
+                self.task_id,
+                self.earlier.pk,
+            )
+
+    def never_sent(self) -> bool:
+        """True when the last call of this attempt is a ConnectError: the service never saw it."""
+        if not self.task_id:
+            return False
+        last = ApiCall.objects.filter(task_id=self.task_id, pk__gt=self._floor).order_by("-pk").first()
+        return last is not None and last.error_class == "ConnectError"
+
+
+def _write(
+    task: Any,
+    call: Callable[[], dict[str, Any]],
+    *,
+    failed: Callable[[dict[str, Any]], bool] = lambda result: False,
+) -> dict[str, Any]:
+    """Run a state-changing operation at most once per delivery; retry only what was never sent.
+
+    The service layer turns a ConnectError of a state-changing call into PaymentRefused (or a failed
+    refund): the ApiCall row of this attempt tells whether the request was never sent.
+    """
+    with _task_id(task):
+        for eager_retries in itertools.count():
+            attempt = _Attempt(task)
+            if attempt.earlier is not None:
+                return _earlier_result(attempt.earlier)
+            error: Exception | None = None
+            try:
+                result = call()
+            except (PaymentRefused, ConnectError) as exc:
+                if not attempt.never_sent():
+                    raise
+                error = exc
+            else:
+                if not (failed(result) and attempt.never_sent()):
+                    return result
+            retries = task.request.retries + eager_retries
+            if retries >= len(NOT_SENT_RETRY_DELAYS):
+                if error is not None:
+                    raise error
+                return result
+            if not task.request.is_eager:
+                raise task.retry(exc=error, countdown=NOT_SENT_RETRY_DELAYS[retries]) from None
+            logger.warning("%s: the service could not be reached; trying again at once (eager)", task.name)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# --- results (JSON-serialisable) ---------------------------------------------------------------
+
+
+def _money(value: Decimal | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def _transaction_result(txn: Transaction) -> dict[str, Any]:
+    return {
+        "transaction_id": txn.pk,
+        "uuid": txn.uuid,
+        "status": txn.status,
+        "service_status": txn.service_status,
+        "outcome_unknown": txn.outcome_unknown,
+        "iframe_url": txn.iframe_url,
+        "bill_reference": txn.bill_reference,
+        "capture_state": txn.capture_state,
+        "total_amount": _money(txn.total_amount),
+        "currency": txn.currency,
+    }
+
+
+def _refund_result(refund: Refund) -> dict[str, Any]:
+    return {
+        "refund_id": refund.pk,
+        "transaction_id": refund.transaction_id,
+        "amount": _money(refund.amount),
+        "state": refund.state,
+        "error": refund.error,
+    }
+
+
+def _series_result(series: RecurringSeries) -> dict[str, Any]:
+    return {
+        "series_id": series.pk,
+        "parent_uuid": series.parent_uuid,
+        "cancel_state": series.cancel_state,
+        "active": series.active,
+    }
+
+
+def _order_result(order: DirectOrder) -> dict[str, Any]:
+    return {
+        "direct_order_id": order.pk,
+        "state": order.state,
+        "payment_id": order.payment_id,
+        "payment_link": order.payment_link,
+    }
+
+
+def _earlier_result(call: ApiCall) -> dict[str, Any]:
+    """What an earlier delivery of this task left, in the shape the task returns."""
+    result: dict[str, Any] = {"duplicate_delivery": True, "api_call_id": call.pk}
+    if call.refund is not None:
+        return result | _refund_result(call.refund)
+    if call.series is not None:
+        return result | _series_result(call.series)
+    if call.direct_order is not None:
+        return result | _order_result(call.direct_order)
+    if call.transaction is not None:
+        return result | _transaction_result(call.transaction)
+    return result | {"created": call.succeeded, "outcome_unknown": call.outcome_unknown}
+
+
+def _user(user_id: Any) -> Any:
+    if user_id is None:
+        return None
+    return get_user_model()._default_manager.filter(pk=user_id).first()
+
+
+def _decimal(value: Any, field: str) -> Decimal:
+    if isinstance(value, float):  # floats are not exact: the caller must send "12.50"
+        raise PaymentRefused({field: ["Send amounts as strings (e.g. '12.50'), not floats."]})
+    return Decimal(str(value))
+
+
+# --- reads -------------------------------------------------------------------------------------
+
+
+@shared_task(name="paycollect.prepare_amount", **_READ)
+def prepare_amount(
+    self: Any,
+    amount: str,
+    currency: str | None = None,
+    payment_method: str | None = None,
+    community_id: str | None = None,
+) -> str:
+    """The total with the service's fees for ``amount``, as a string."""
+    total = _read(
+        self,
+        lambda: services.prepare_amount(
+            _decimal(amount, "amount"),
+            currency=currency,
+            payment_method=payment_method,
+            community_id=community_id,
+        ),
+    )
+    return str(total)
+
+
+@shared_task(name="paycollect.sync_transaction", **_READ)
+def sync_transaction(
+    self: Any,
+    transaction_id: int | None = None,
+    uuid: str | None = None,
+    community_id: str | None = None,
+) -> dict[str, Any]:
+    """Fetch a transaction (by primary key, or by uuid) and apply what the service says."""
+    known = Transaction.objects.get(pk=transaction_id) if transaction_id is not None else None
+    txn = _read(self, lambda: services.sync_transaction(known, uuid=uuid, community_id=community_id))
+    return _transaction_result(txn)
+
+
+@shared_task(name="paycollect.validate_promocode", **_READ)
+def validate_promocode(
+    self: Any,
+    name: str,
+    amount: str,
+    phone_number: str,
+    currency: str | None = None,
+    payment_for: str = "API_PAYMENT",
+    community_id: str | None = None,
+    variable_amount_id: int | None = None,
+) -> dict[str, Any]:
+    """Check a promocode; pass ``promocode_id`` of the result to ``start_payment``."""
+    result = _read(
+        self,
+        lambda: services.validate_promocode(
+            name,
+            amount=_decimal(amount, "amount"),
+            phone_number=phone_number,
+            currency=currency,
+            payment_for=payment_for,
+            community_id=community_id,
+            variable_amount_id=variable_amount_id,
+        ),
+    )
+    return {"value": _money(result.value), "currency": result.currency, "promocode_id": result.promocode_id}
+
+
+@shared_task(name="paycollect.fetch_statistics", **_READ)
+def fetch_statistics(self: Any, community_id: str | None = None) -> dict[str, Any]:
+    """Read the dashboard statistics and keep them as a StatisticsSnapshot."""
+    snapshot: StatisticsSnapshot = _read(self, lambda: services.fetch_statistics(community_id))
+    return {
+        "snapshot_id": snapshot.pk,
+        "community_id": snapshot.community_id,
+        "balance": _money(snapshot.balance),
+        "total_settled": _money(snapshot.total_settled),
+        "total_number_of_transactions": snapshot.total_number_of_transactions,
+    }
+
+
+# --- state-changing operations -----------------------------------------------------------------------
+
+
+@shared_task(name="paycollect.start_payment", **_WRITE)
+def start_payment(
+    self: Any,
+    amount: str,
+    billing_data: Mapping[str, str],
+    merchant_object: Sequence[Any] | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Start a payment. ``merchant_object`` is ``["app_label.model", pk]``; other keywords are those of
+    ``services.start_payment`` in JSON form (``recurring={"expiry_date": "2026-01-31", ...}``).
+    """
+    obj = None
+    if merchant_object:
+        label, pk = merchant_object
+        obj = apps.get_model(label)._default_manager.get(pk=pk)
+
+    def call() -> dict[str, Any]:
+        txn = services.start_payment(
+            amount=_decimal(amount, "amount"), billing_data=billing_data, merchant_object=obj, **options
+        )
+        return _transaction_result(txn)
+
+    return _write(self, call)
+
+
+@shared_task(name="paycollect.create_direct_order", **_WRITE)
+def create_direct_order(self: Any, user_id: Any = None, **fields: Any) -> dict[str, Any]:
+    """Create a direct order; ``fields`` as for ``services.create_direct_order``, amounts as strings."""
+    return _write(self, lambda: _order_result(services.create_direct_order(user=_user(user_id), **fields)))
+
+
+@shared_task(name="paycollect.capture", **_WRITE)
+def capture(self: Any, transaction_id: int, user_id: Any = None) -> dict[str, Any]:
+    """Capture a successful transaction."""
+
+    def call() -> dict[str, Any]:
+        txn = Transaction.objects.get(pk=transaction_id)
+        return _transaction_result(services.capture(txn, user=_user(user_id)))
+
+    return _write(self, call)
+
+
+@shared_task(name="paycollect.refund", **_WRITE)
+def refund(
+    self: Any,
+    transaction_id: int,
+    amount: str | None = None,
+    user_id: Any = None,
+    expected_refundable: str | None = None,
+) -> dict[str, Any]:
+    """Refund ``amount`` (default: all still refundable). Pass ``expected_refundable`` (what the user
+    was shown) so that a second click or a second message is refused instead of doubled.
+    """
+
+    def call() -> dict[str, Any]:
+        done = services.refund(
+            Transaction.objects.get(pk=transaction_id),
+            None if amount is None else _decimal(amount, "amount"),
+            user=_user(user_id),
+            expected_refundable=(
+                None if expected_refundable is None else _decimal(expected_refundable, "expected_refundable")
+            ),
+        )
+        return _refund_result(done)
+
+    # A refund never sent is recorded as failed; the retry makes a new Refund row.
+    return _write(self, call, failed=lambda result: result["state"] == Refund.FAILED)
+
+
+@shared_task(name="paycollect.cancel_recurring", **_WRITE)
+def cancel_recurring(self: Any, series_id: int, user_id: Any = None) -> dict[str, Any]:
+    """Stop future charges of a recurring series."""
+
+    def call() -> dict[str, Any]:
+        series = RecurringSeries.objects.get(pk=series_id)
+        return _series_result(services.cancel_recurring(series, user=_user(user_id)))
+
+    return _write(self, call)
+
+
+@shared_task(name="paycollect.create_community", **_WRITE)
+def create_community(
+    self: Any,
+    name: str,
+    logo_base64: str,
+    logo_filename: str = "logo.png",
+    user_id: Any = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """Create a community. The logo travels in the message as base64 (a png or jpg of a few hundred
+    kilobytes): no storage shared between web and worker processes is needed, and nothing is left
+    to clean up afterwards.
+    """
+    try:
+        content = base64.b64decode(logo_base64, validate=True)
+    except (binascii.Error, ValueError):
+        raise PaymentRefused({"logo": ["Send the logo's bytes as base64."]}) from None
+
+    def call() -> dict[str, Any]:
+        try:
+            services.create_community(
+                logo=Logo(logo_filename, content), name=name, user=_user(user_id), **fields
+            )
+        except PayCollectError as exc:
+            if not exc.outcome_unknown:
+                raise
+            # Sent, no answer: it may exist now. Its ApiCall is flagged; the dashboard tells.
+            return {"created": None, "outcome_unknown": True}
+        return {"created": True, "outcome_unknown": False}
+
+    return _write(self, call)
+
+
+# --- callbacks and housekeeping ------------------------------------------------------------------
+
+
+@shared_task(name="paycollect.process_callback", max_retries=len(CALLBACK_RETRY_DELAYS), **_REDELIVERABLE)
+def process_callback(self: Any, callback_id: int) -> str:
+    """Verify a stored callback against the service. Safe to run twice: verification is idempotent."""
+    with _task_id(self):
+        try:
+            return services.verify_callback(callback_id).state
+        except services.TRANSIENT_ERRORS as exc:
+            if self.request.retries < self.max_retries and not self.request.is_eager:
+                raise self.retry(exc=exc, countdown=CALLBACK_RETRY_DELAYS[self.request.retries]) from None
+            services.callback_failed(callback_id, exc, traceback.format_exc())
+            return "failed"
+        except NotFoundError as exc:
+            # The service does not know the uuid: a forged or mistaken callback, not our bug.
+            logger.warning("callback %s names a transaction the service does not know", callback_id)
+            services.callback_failed(callback_id, exc)
+            return "failed"
+        except Exception as exc:  # a permanent error: kept on the callback for the admin, not retried
+            logger.exception("callback %s could not be verified", callback_id)
+            services.callback_failed(callback_id, exc, traceback.format_exc())
+            return "failed"
+
+
+@shared_task(name="paycollect.reconcile", **_REDELIVERABLE)
+def reconcile(self: Any, community_id: str | None = None, older_than: str = "30m") -> dict[str, Any]:
+    """Settle what is uncertain (see ``reconciliation.reconcile``); returns the summary."""
+    with _task_id(self):
+        summary = reconciliation.reconcile(
+            community_id=community_id, older_than=reconciliation.parse_age(older_than)
+        )
+    for line in summary.lines():
+        logger.info("%s", line)
+    return summary.as_dict()
+
+
+@shared_task(name="paycollect.prune", **_REDELIVERABLE)
+def prune(
+    self: Any, older_than: str = "90d", include_unprocessed: bool = False, batch_size: int = 5000
+) -> dict[str, Any]:
+    """Delete old ApiCall and ReceivedCallback rows in batches (see ``reconciliation.prune``)."""
+    result = reconciliation.prune(
+        reconciliation.parse_age(older_than, allow_zero=False),
+        include_unprocessed=include_unprocessed,
+        batch_size=batch_size,
+    )
+    return result.as_dict()

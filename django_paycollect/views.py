@@ -1,0 +1,169 @@
+"""The callback endpoint and the browser return: thin views over :mod:`django_paycollect.callbacks`.
+
+Neither view changes a transaction itself: the callback view stores and queues, the return view
+asks the service layer to fetch. Both are marked ``transaction.non_atomic_requests`` so that under
+``ATOMIC_REQUESTS`` a stored callback (or a recorded failure) is committed on its own and never rolled
+back with something else, and no database transaction stays open across a call to the service.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse, QueryDict
+from django.shortcuts import render, resolve_url
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_safe
+
+from . import callbacks
+from .conf import paycollect_settings
+from .serializers import ReturnParametersSerializer
+
+logger = logging.getLogger("django_paycollect.views")
+
+#: The waiting page: the script polls the status endpoint every POLL_MS for at most MAX_WAIT_SECONDS;
+#: without script, the page reloads itself every REFRESH_SECONDS, at most MAX_REFRESHES times.
+POLL_MS = 1500
+MAX_WAIT_SECONDS = 120
+REFRESH_SECONDS = 3
+MAX_REFRESHES = MAX_WAIT_SECONDS // REFRESH_SECONDS
+
+
+def _unlogged(response: HttpResponse) -> HttpResponse:
+    # Django's request logger writes every 4xx/5xx with its path, and a callback's path holds the
+    # secret token: marking the response as logged keeps the token out of the logs.
+    response._has_been_logged = True  # type: ignore[attr-defined]
+    return response
+
+
+@csrf_exempt
+@transaction.non_atomic_requests
+def callback(request: HttpRequest, token: str) -> HttpResponse:
+    """``POST <mount>/callback/<token>/``: store the callback, queue its verification, answer 200.
+
+    The sender learns nothing but "received" (the spec shows no expected reply; any 2xx is the
+    usual convention): 200 ``{"received": true}`` for a new callback or a redelivery; 400 (not
+    JSON, wrong fields), 403 (secret), 413 (too big) for a callback stored as invalid; 404 and
+    nothing stored for an unknown token; 405 for another method; 503 when it could not be stored.
+    """
+    index = callbacks.match_token(token)
+    if index is None:
+        logger.warning("callback refused: unknown token (from %s)", callbacks.client_ip(request.META) or "?")
+        return _unlogged(JsonResponse({"received": False, "error": "not found"}, status=404))
+    if request.method != "POST":
+        response = JsonResponse({"received": False, "error": "method not allowed"}, status=405)
+        response["Allow"] = "POST"
+        return _unlogged(response)
+    try:
+        received = callbacks.receive(request, index)
+    except Exception:
+        # The database is down or worse: 503 asks the sender to try again (nothing was stored).
+        logger.exception("a callback could not be stored")
+        return _unlogged(JsonResponse({"received": False, "error": "not stored; try again"}, status=503))
+    return _unlogged(JsonResponse(received.answer, status=received.status))
+
+
+# --- browser returns ---------------------------------------------------------------------------------
+
+
+def _uuid_of(query: QueryDict) -> str:
+    """The transaction uuid of a return's query (``transaction_uuid``, or ``transaction_id`` holding one).
+
+    Nothing else in the query is used: amounts, status, member id and custom fields are claims.
+    A numeric ``transaction_id`` alone is refused: ids are sequential, so accepting one would let
+    anyone read the status of other customers' payments by counting.
+    """
+    serializer = ReturnParametersSerializer(data=query.dict())
+    if not serializer.is_valid():
+        return ""
+    uuid: str = serializer.validated_data["transaction_uuid"]
+    return uuid
+
+
+def _destination(key: str, uuid: str) -> str:
+    """SUCCESS_URL or FAILURE_URL (a path, URL or URL name) with ``transaction_uuid`` appended.
+
+    Only the uuid the visitor brought is added, so the destination learns which payment it is about
+    and the visitor learns nothing new; the merchant's page must check that the payment belongs to
+    the visitor (session, login) before showing anything about it.
+    """
+    configured = getattr(paycollect_settings, key) or "/"
+    try:
+        url = resolve_url(configured)
+    except NoReverseMatch:
+        logger.error("PAYCOLLECT['%s'] = %r is neither a URL nor a URL name", key, configured)
+        url = "/"
+    if not uuid:
+        return url
+    parts = urlsplit(url)
+    query = [*parse_qsl(parts.query, keep_blank_values=True), ("transaction_uuid", uuid)]
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), parts.fragment))
+
+
+@never_cache
+@transaction.non_atomic_requests
+@require_safe
+def browser_return(request: HttpRequest) -> HttpResponse:
+    """``GET <mount>/return/``: where the service redirects the customer's browser after paying.
+
+    The transaction is fetched from the service (short timeout) and the customer goes to the success
+    or failure URL by what the service says. While the status is not final (or the service is slow
+    or down) a waiting page polls :func:`return_status`; after ``MAX_WAIT_SECONDS`` it says the
+    payment is not confirmed yet, never that it failed (the customer might pay twice).
+    """
+    uuid = _uuid_of(request.GET)
+    if not uuid:
+        logger.info("browser return without a usable transaction uuid")
+        return HttpResponseRedirect(_destination("FAILURE_URL", ""))
+    status = callbacks.verified_status(uuid)
+    if status == callbacks.PUBLIC_SUCCESSFUL:
+        return HttpResponseRedirect(_destination("SUCCESS_URL", uuid))
+    if status == callbacks.PUBLIC_FAILED:
+        return HttpResponseRedirect(_destination("FAILURE_URL", uuid))
+    try:
+        waited = max(0, int(request.GET.get("wait", "0")))
+    except ValueError:
+        waited = 0
+    return _waiting_page(request, uuid, waited)
+
+
+def _waiting_page(request: HttpRequest, uuid: str, waited: int) -> HttpResponse:
+    namespace = request.resolver_match.namespace if request.resolver_match else None
+    return_url = reverse("paycollect:return", current_app=namespace)
+    status_url = reverse("paycollect:return_status", current_app=namespace)
+    context: dict[str, Any] = {
+        "unconfirmed": waited >= MAX_REFRESHES,
+        "status_url": f"{status_url}?{urlencode({'transaction_uuid': uuid})}",
+        "check_url": f"{return_url}?{urlencode({'transaction_uuid': uuid, 'wait': waited + 1})}",
+        "retry_url": f"{return_url}?{urlencode({'transaction_uuid': uuid})}",
+        "refresh_seconds": REFRESH_SECONDS,
+        "poll_ms": POLL_MS,
+        "max_wait_ms": MAX_WAIT_SECONDS * 1000,
+        # django-csp and similar set a per-request nonce; the inline script needs it under a strict CSP.
+        "csp_nonce": getattr(request, "csp_nonce", ""),
+    }
+    response = render(request, "paycollect/return_waiting.html", context)
+    # The page's URL holds the uuid: it is not sent on to other sites.
+    response["Referrer-Policy"] = "same-origin"
+    response["X-Robots-Tag"] = "noindex"
+    return response
+
+
+@never_cache
+@transaction.non_atomic_requests
+@require_safe
+def return_status(request: HttpRequest) -> HttpResponse:
+    """``GET <mount>/return/status/?transaction_uuid=...``: ``{"status": ...}``, nothing else.
+
+    PENDING, SUCCESSFUL or FAILED: only the status of the transaction the visitor names by uuid. An
+    unknown uuid reads PENDING, like an open transaction, so the answer tells not even which exist.
+    """
+    uuid = _uuid_of(request.GET)
+    if not uuid:
+        return JsonResponse({"status": "UNKNOWN"}, status=400)
+    return JsonResponse({"status": callbacks.verified_status(uuid)})

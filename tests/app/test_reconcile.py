@@ -1,0 +1,348 @@
+"""Reconciliation against the live sandbox: what it settles, what it reports, and its command."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import sys
+from decimal import Decimal
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from django_paycollect import reconciliation, services
+from django_paycollect.models import (
+    ApiCall,
+    Community,
+    DirectOrder,
+    RecurringSeries,
+    Refund,
+    Transaction,
+    TransactionStatusChange,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HOUR_AGO = dt.timedelta(hours=1)
+
+
+def age(*objs: Transaction, by: dt.timedelta = HOUR_AGO) -> None:
+    """Make transactions look as if they were started ``by`` ago."""
+    for obj in objs:
+        Transaction.objects.filter(pk=obj.pk).update(created_at=obj.created_at - by)
+
+
+def reconcile(**kwargs):
+    steps: list[reconciliation.Progress] = []
+    summary = reconciliation.reconcile(progress=steps.append, **kwargs)
+    return summary, steps
+
+
+# --- what is settled -------------------------------------------------------------------------------
+
+
+def test_unknown_start_is_abandoned_and_a_payment_completed_meanwhile_becomes_successful(
+    paycollect_live, pay, signal_log
+):
+    # Work done at the service, response dropped: we never learned the uuid.
+    paycollect_live.control.fault("pay", "drop_after")
+    lost = pay("100.00", merchant_reference="order-lost")
+    assert lost.outcome_unknown
+    assert lost.status == Transaction.NEW
+    # A payment whose callback never came: the customer paid at the service.
+    paid = pay("50.00", merchant_reference="order-paid")
+    paycollect_live.control.complete(paid.uuid)
+    # Both too recent to touch yet.
+    summary, _ = reconcile()
+    assert (summary.fetched, summary.abandoned) == (0, 0)
+
+    age(lost, paid)
+    signal_log.sent.clear()
+    summary, steps = reconcile()
+
+    lost.refresh_from_db()
+    paid.refresh_from_db()
+    assert lost.status == Transaction.ABANDONED
+    assert paid.status == Transaction.SUCCESSFUL
+    assert (summary.abandoned, summary.fetched, summary.changed, len(summary.errors)) == (1, 1, 1, 0)
+    assert signal_log.count("payment_succeeded") == 1
+    assert TransactionStatusChange.objects.get(transaction=paid, to_status="SUCCESSFUL").source == "reconcile"
+    assert [(s.phase, s.done, s.total) for s in steps] == [
+        ("unknown starts", 1, 1),
+        ("open transactions", 1, 1),
+    ]
+    assert [str(f) for f in summary.findings] == [
+        f"transaction #{lost.pk}: start outcome unknown: abandoned",
+        f"transaction {paid.uuid}: PENDING -> SUCCESSFUL",
+    ]
+    # The reference can be paid again now; only one pay request ever carried the lost one.
+    again = pay("100.00", merchant_reference="order-lost")
+    assert again.pk != lost.pk
+    assert len(paycollect_live.control.journal("pay")) == 3
+
+
+def test_open_transactions_are_fetched_once_per_interval(paycollect_live, pay):
+    txn = pay("10.00")
+    age(txn)
+    assert reconcile()[0].fetched == 1
+    assert reconcile()[0].fetched == 0  # fetched a moment ago: not again before older_than
+    Transaction.objects.filter(pk=txn.pk).update(last_synced_at=timezone.now() - HOUR_AGO)
+    assert reconcile()[0].fetched == 1
+    # Past a day old, an open transaction (a page left open) is fetched at most every 6 hours.
+    age(txn, by=dt.timedelta(days=3))
+    Transaction.objects.filter(pk=txn.pk).update(last_synced_at=timezone.now() - dt.timedelta(hours=2))
+    assert reconcile()[0].fetched == 0
+    Transaction.objects.filter(pk=txn.pk).update(last_synced_at=timezone.now() - dt.timedelta(hours=7))
+    assert reconcile()[0].fetched == 1
+
+
+def test_unknown_cancellations_are_settled_from_recurring_active(
+    paycollect_live, recurring_transaction, pay, signal_log
+):
+    series = RecurringSeries.objects.get()
+    # Cancelled at the service, answer lost.
+    paycollect_live.control.fault("cancel_recurring", "drop_after")
+    series = services.cancel_recurring(series)
+    assert series.cancel_state == RecurringSeries.CANCEL_UNKNOWN
+    # Too recent: the service may still be acting on it.
+    assert reconcile()[0].cancels_settled == 0
+    ApiCall.objects.filter(operation="cancel_recurring").update(created_at=timezone.now() - HOUR_AGO)
+
+    summary, _ = reconcile()
+    series.refresh_from_db()
+    assert series.cancel_state == RecurringSeries.CANCEL_DONE
+    assert not series.active
+    assert summary.cancels_settled == 1
+    assert signal_log.count("recurring_series_cancelled") == 1
+    assert len(paycollect_live.control.journal("cancel_recurring")) == 1  # settled by fetching, not resending
+    assert reconcile()[0].cancels_settled == 0
+
+
+def test_an_unknown_cancellation_that_did_not_take_effect_can_be_sent_again(
+    paycollect_live, recurring_transaction
+):
+    series = RecurringSeries.objects.get()
+    # Reset before the work: sent, so unknown to us, but the service did nothing.
+    paycollect_live.control.fault("cancel_recurring", "reset")
+    series = services.cancel_recurring(series)
+    assert series.cancel_state == RecurringSeries.CANCEL_UNKNOWN
+    ApiCall.objects.filter(operation="cancel_recurring").update(created_at=timezone.now() - HOUR_AGO)
+
+    summary, _ = reconcile()
+    series.refresh_from_db()
+    assert series.cancel_state == RecurringSeries.CANCEL_FAILED
+    assert series.active
+    assert summary.cancels_settled == 1
+    assert "did not take effect" in str(summary.findings[0])
+    assert services.cancel_recurring(series).cancel_state == RecurringSeries.CANCEL_DONE
+
+
+# --- what is reported --------------------------------------------------------------------------------
+
+
+def test_unknown_refunds_and_captures_are_fetched_and_reported_for_review(paycollect_live, paid_transaction):
+    paycollect_live.control.fault("refund", "drop_after")
+    refund = services.refund(paid_transaction, Decimal("30.00"))
+    paycollect_live.control.fault("capture", "drop_after")
+    services.capture(paid_transaction)
+    Transaction.objects.filter(pk=paid_transaction.pk).update(last_synced_at=None)
+    fetches = len(paycollect_live.control.journal("fetch_transaction"))
+
+    summary, _ = reconcile()
+    review = summary.needs_review
+    assert [f.kind for f in review] == ["refund", "capture"]
+    assert "refund of 30.00 EGP: outcome unknown" in review[0].outcome
+    assert "capture outcome unknown" in review[1].outcome
+    # Their transaction was fetched once for both; nothing was sent again.
+    assert summary.fetched == 1
+    assert len(paycollect_live.control.journal("fetch_transaction")) == fetches + 1
+    assert len(paycollect_live.control.journal("refund")) == 1
+    assert len(paycollect_live.control.journal("capture")) == 1
+    # Resolved by hand in the admin, it is not reported again.
+    services.resolve_refund(refund, succeeded=True)
+    assert [f.kind for f in reconcile()[0].needs_review] == ["capture"]
+
+
+def test_a_refund_left_pending_by_a_dead_process_is_reported(paycollect_live, paid_transaction):
+    stuck = Refund.objects.create(transaction=paid_transaction, amount=Decimal("5.00"))
+    assert reconcile()[0].needs_review == []
+    Refund.objects.filter(pk=stuck.pk).update(created_at=timezone.now() - HOUR_AGO)
+    [finding] = reconcile()[0].needs_review
+    assert "still pending" in finding.outcome
+
+
+def test_a_refund_left_pending_by_a_dead_process_can_be_resolved_by_hand(paycollect_live, paid_transaction):
+    stuck = Refund.objects.create(transaction=paid_transaction, amount=Decimal("5.00"))
+    Refund.objects.filter(pk=stuck.pk).update(created_at=timezone.now() - HOUR_AGO)
+    assert services.resolve_refund(stuck, succeeded=True).state == Refund.SUCCEEDED
+
+
+def test_a_cancellation_left_pending_by_a_dead_process_is_settled(paycollect_live, recurring_transaction):
+    series = RecurringSeries.objects.get()
+    paycollect_live.client.cancel_recurring(transaction_uuid=series.parent_uuid)  # it did reach the service
+    RecurringSeries.objects.filter(pk=series.pk).update(cancel_state=RecurringSeries.CANCEL_PENDING)
+    summary, _ = reconcile()
+    series.refresh_from_db()
+    assert series.cancel_state == RecurringSeries.CANCEL_DONE
+    assert summary.cancels_settled == 1
+
+
+def test_a_cancellation_left_pending_that_never_reached_the_service_can_be_sent_again(
+    paycollect_live, recurring_transaction
+):
+    series = RecurringSeries.objects.get()
+    RecurringSeries.objects.filter(pk=series.pk).update(cancel_state=RecurringSeries.CANCEL_PENDING)
+    summary, _ = reconcile()
+    series.refresh_from_db()
+    assert series.cancel_state == RecurringSeries.CANCEL_FAILED  # still active at the service
+    assert summary.cancels_settled == 1
+    assert summary.needs_review == []
+
+
+def test_direct_orders_of_unknown_creation_are_reported(paycollect_live):
+    paycollect_live.control.fault("direct_order", "drop_after")
+    order = services.create_direct_order(
+        name="Invoice 3",
+        amount=Decimal("90.00"),
+        payment_methods=["card"],
+        customer_name="Omar Said",
+        customer_email="omar@example.com",
+        customer_mobile="+201001112222",
+    )
+    assert order.state == DirectOrder.UNKNOWN
+    [finding] = reconcile()[0].needs_review
+    assert finding.kind == "direct_order"
+    assert "dashboard" in finding.outcome
+
+
+def test_recurring_charges_we_never_heard_of_are_reported(paycollect_live, recurring_transaction):
+    series = RecurringSeries.objects.get()
+    # Two renewals at the service; their callbacks never reached us.
+    assert len(paycollect_live.control.advance_clock(31)) == 1
+    assert len(paycollect_live.control.advance_clock(31)) == 1
+    assert reconcile()[0].missed_charges == 0  # the series was synced a moment ago
+    RecurringSeries.objects.filter(pk=series.pk).update(last_synced_at=timezone.now() - HOUR_AGO)
+
+    summary, _ = reconcile()
+    assert summary.missed_charges == 2
+    [finding] = summary.needs_review
+    assert finding.kind == "series"
+    assert finding.label == recurring_transaction.uuid
+    assert finding.outcome.startswith("2 charge(s)")
+
+
+def test_an_item_that_fails_is_counted_and_the_run_goes_on(paycollect_live, pay):
+    first, second = pay("10.00"), pay("20.00")
+    paycollect_live.control.complete(second.uuid)
+    age(first, second)
+    # The first fetch fails (a 500 is not retried by the client), the second works.
+    paycollect_live.control.fault("fetch_transaction", "status", status=500)
+    summary, steps = reconcile()
+    assert [s.finding.error for s in steps] == [True, False]
+    [error] = summary.errors
+    assert error.object_id == first.pk
+    assert "ServerError" in error.outcome
+    assert summary.changed == 1
+    second.refresh_from_db()
+    assert second.status == Transaction.SUCCESSFUL
+
+
+def test_community_filter(paycollect_live, pay):
+    txn = pay("10.00")
+    age(txn)
+    Community.objects.create(community_id="other-community")
+    assert reconcile(community_id="other-community")[0].fetched == 0
+    assert reconcile(community_id=paycollect_live.community_id)[0].fetched == 1
+
+
+def test_summary_is_json_serialisable(paycollect_live, pay):
+    import json
+
+    age(pay("10.00"))
+    data = json.loads(json.dumps(reconcile()[0].as_dict()))
+    assert data["fetched"] == 1
+    assert data["older_than"] == "30m"
+
+
+# --- ages ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("30m", dt.timedelta(minutes=30)),
+        ("2h", dt.timedelta(hours=2)),
+        ("1d", dt.timedelta(days=1)),
+        ("90d", dt.timedelta(days=90)),
+        (" 2W ", dt.timedelta(weeks=2)),
+        ("45s", dt.timedelta(seconds=45)),
+    ],
+)
+def test_parse_age(text, expected):
+    assert reconciliation.parse_age(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "30", "m", "1.5h", "-1d", "30 minutes", "2y", "1d2h"])
+def test_parse_age_refuses_what_it_does_not_know(text):
+    with pytest.raises(ValueError, match="not an age"):
+        reconciliation.parse_age(text)
+
+
+# --- the command --------------------------------------------------------------------------------
+
+
+def test_command_prints_progress_and_a_summary(paycollect_live, pay):
+    txns = [pay("10.00") for _ in range(3)]
+    paycollect_live.control.complete(txns[1].uuid)
+    age(*txns)
+    out = StringIO()
+    call_command("paycollect_reconcile", "--older-than", "30m", stdout=out)
+    text = out.getvalue()
+    assert "open transactions: 3 to check" in text
+    assert f"  [2/3] transaction {txns[1].uuid}: PENDING -> SUCCESSFUL" in text
+    assert "  [3/3]" in text
+    assert "Reconciliation of all communities (older than 30m)" in text
+    assert "transactions fetched again: 3 (1 changed status)" in text
+    assert "errors: 0" in text
+
+
+def test_command_says_when_there_is_nothing_to_do(paycollect_live):
+    out = StringIO()
+    call_command("paycollect_reconcile", "--community", paycollect_live.community_id, stdout=out)
+    assert "Nothing to reconcile." in out.getvalue()
+    assert f"Reconciliation of community {paycollect_live.community_id}" in out.getvalue()
+
+
+def test_command_fails_with_status_1_when_an_item_failed(paycollect_live, pay):
+    age(pay("10.00"))
+    paycollect_live.control.fault("fetch_transaction", "status", status=500)
+    out, err = StringIO(), StringIO()
+    with pytest.raises(CommandError, match="1 item") as caught:
+        call_command("paycollect_reconcile", stdout=out, stderr=err)
+    assert caught.value.returncode == 1
+    assert "ServerError" in err.getvalue()
+    assert "errors: 1" in out.getvalue()
+
+
+@pytest.mark.parametrize("value", ["soon", "30", "1.5h"])
+def test_command_refuses_a_bad_age_clearly(value):
+    with pytest.raises(CommandError, match=r"--older-than: .*not an age.*30m, 2h, 90d"):
+        call_command("paycollect_reconcile", "--older-than", value)
+
+
+def test_command_line_shows_a_usage_error_not_a_traceback():
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    done = subprocess.run(
+        [sys.executable, "-m", "django", "paycollect_reconcile", "--older-than", "soon"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "argument --older-than: 'soon' is not an age" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,31 @@
+"""Settings of the Celery worker processes that tests/worker starts: the test settings, pointed at the test
+run's own PostgreSQL database, its sandbox and a real Redis broker (all passed in the environment).
+"""
+
+import json
+import os
+
+from tests.settings import *  # noqa: F403
+from tests.settings import DATABASES
+
+# The database pytest-django created for this run (test_<name>), not the configured one.
+DATABASES["default"]["NAME"] = os.environ["PAYCOLLECT_TEST_DB_NAME"]
+PAYCOLLECT = json.loads(os.environ["PAYCOLLECT_WORKER_PAYCOLLECT"])
+
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_BROKER_URL = os.environ["PAYCOLLECT_TEST_REDIS"]
+CELERY_RESULT_BACKEND = CELERY_BROKER_URL
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_DEFAULT_QUEUE = os.environ["PAYCOLLECT_WORKER_QUEUE"]
+# A message taken by a worker that dies goes back to the queue after 4 s (the default is an hour), and
+# the sweep that puts it back runs every second, so the redelivery tests take seconds.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": 4,
+    "unacked_restore_interval": 1,
+    "unacked_restore_throttle": 1,
+}
+# What a production setting for this app looks like: late acks by default, one message reserved at a
+# time, and a task whose process died put back. The state-changing tasks opt out (acks_late=False).
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
