@@ -142,20 +142,27 @@ TRUST_SECONDS = 1.0
 
 _fault_operations: frozenset[str] = frozenset()
 _faults_read_at = -TRUST_SECONDS
+# Bumped by forget_faults(): a read that started before a change is used once but never cached,
+# so a fault injected while another thread was reading takes effect at once.
+_faults_generation = 0
 
 
 def fault_pending(operation: str) -> bool:
     global _fault_operations, _faults_read_at
+    operations = _fault_operations
     if time.monotonic() - _faults_read_at >= TRUST_SECONDS:
+        generation = _faults_generation
         with connection.cursor() as cursor:
             cursor.execute(_sql().fault_operations)
-            _fault_operations = frozenset(str(row[0]) for row in cursor.fetchall())
-        _faults_read_at = time.monotonic()
-    return operation in _fault_operations or "*" in _fault_operations
+            operations = frozenset(str(row[0]) for row in cursor.fetchall())
+        if generation == _faults_generation:
+            _fault_operations, _faults_read_at = operations, time.monotonic()
+    return operation in operations or "*" in operations
 
 
 def forget_faults() -> None:
-    global _faults_read_at
+    global _faults_read_at, _faults_generation
+    _faults_generation += 1
     _faults_read_at = -TRUST_SECONDS
 
 
@@ -165,16 +172,21 @@ def forget_faults() -> None:
 # (a reset deletes and recreates), so only its existence can go stale.
 _communities: dict[str, tuple[Community, float]] = {}
 _communities_lock = threading.Lock()
+# As for faults: a read that raced a reset is used once, never cached.
+_communities_generation = 0
 
 
 def community_for_key_digest(digest: str) -> Community | None:
     cached = _communities.get(digest)
     if cached is not None and time.monotonic() - cached[1] < TRUST_SECONDS:
         return cached[0]
+    generation = _communities_generation
     # The logo can be large and is never needed to authenticate.
     community = Community.objects.defer("logo").filter(api_key_sha256=digest).first()
     if community is not None:
         with _communities_lock:
+            if generation != _communities_generation:
+                return community
             if len(_communities) > 1000:
                 _communities.clear()
             _communities[digest] = (community, time.monotonic())
@@ -182,7 +194,9 @@ def community_for_key_digest(digest: str) -> Community | None:
 
 
 def forget_communities() -> None:
+    global _communities_generation
     with _communities_lock:
+        _communities_generation += 1
         _communities.clear()
 
 

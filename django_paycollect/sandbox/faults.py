@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import transaction
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse
 
@@ -141,8 +142,9 @@ def create(payload: dict[str, Any]) -> Fault:
     body = payload.get("body", "")
     if not isinstance(body, str):
         raise ApiError.field("body", "Must be a string.")
-    fastpath.forget_faults()
     with writing():
+        # Forgotten after the commit: a request reading faults before it would cache "none" again.
+        transaction.on_commit(fastpath.forget_faults)
         return Fault.objects.create(
             operation=operation,
             kind=kind,
