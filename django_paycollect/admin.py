@@ -1077,6 +1077,35 @@ class RefundAdmin(PayCollectAdmin[Refund]):
     def transaction_link(self, obj: Refund) -> SafeString:
         return _link(_change_url(obj.transaction), obj.transaction)
 
+    # --- settling by hand what fetching cannot tell (the spec's transaction shows no refunds)
+
+    actions = ("settle_succeeded", "settle_failed")
+
+    def has_refund_permission(self, request: HttpRequest) -> bool:
+        return self._has_perm(request, "refund_transaction")
+
+    @admin.action(
+        description=_("Settle by hand: the refund happened (checked on the service's dashboard)"),
+        permissions=["refund"],
+    )
+    def settle_succeeded(self, request: HttpRequest, queryset: QuerySet[Refund]) -> None:
+        self._settle(request, queryset, succeeded=True)
+
+    @admin.action(description=_("Settle by hand: the refund did not happen"), permissions=["refund"])
+    def settle_failed(self, request: HttpRequest, queryset: QuerySet[Refund]) -> None:
+        self._settle(request, queryset, succeeded=False)
+
+    def _settle(self, request: HttpRequest, queryset: QuerySet[Refund], *, succeeded: bool) -> None:
+        outcomes = Outcomes(gettext("Settle refund"))
+        for refund in queryset.select_related("transaction"):
+            try:
+                services.resolve_refund(refund, succeeded=succeeded, user=request.user)
+            except SERVICE_ERRORS as error:
+                outcomes.failed.append((str(refund), reason(error)))
+                continue
+            outcomes.succeeded.append(str(refund))
+        outcomes.report(request)
+
 
 @admin.register(StatisticsSnapshot)
 class StatisticsSnapshotAdmin(PayCollectAdmin[StatisticsSnapshot]):

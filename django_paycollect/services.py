@@ -27,6 +27,7 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from django.contrib.contenttypes.models import ContentType
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.db import IntegrityError, router, transaction
 from django.db.models import Model
 from django.utils import timezone
@@ -298,9 +299,10 @@ def _invoke(
 
 
 def _refused(error: PayCollectError) -> PaymentRefused:
+    # Always a dict, so callers can read ``message_dict``; errors of no field go under "__all__".
     if isinstance(error, ValidationError) and error.field_errors:
         return PaymentRefused(error.field_errors)
-    return PaymentRefused(str(error))
+    return PaymentRefused({NON_FIELD_ERRORS: [str(error)]})
 
 
 def _validated(
@@ -837,7 +839,7 @@ def cancel_recurring(series: RecurringSeries, *, user: Any = None) -> RecurringS
             locked.cancelled_at = timezone.now()
             locked.cancelled_by = _user(user)
             _after_commit(
-                signals.recurring_series_cancelled, sender=RecurringSeries, series=locked, user=user
+                signals.recurring_series_cancelled, sender=RecurringSeries, series=locked, user=_user(user)
             )
         else:
             locked.cancel_state = (

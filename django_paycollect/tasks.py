@@ -40,12 +40,10 @@ import random
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import timedelta
 from decimal import Decimal
 from typing import Any, NoReturn, TypeVar
 
 from celery import shared_task
-from celery.schedules import crontab
 from django.apps import apps
 from django.contrib.auth import get_user_model
 
@@ -67,28 +65,10 @@ READ_BACKOFF_CAP = 300.0
 #: Seconds before each retry of a state-changing call that was never sent (ConnectError).
 NOT_SENT_RETRY_DELAYS = (10, 60, 300)
 
-#: Beat entries to merge into ``CELERY_BEAT_SCHEDULE`` (plain beat, or django-celery-beat, which
-#: copies them into its tables at start)::
-#:
-#:     from django_paycollect.tasks import BEAT_SCHEDULE
-#:     CELERY_BEAT_SCHEDULE = {**BEAT_SCHEDULE, ...}
-#:
-#: ``expires`` drops a run still queued when the next one is due, so a slow worker never piles
-#: them up.
-BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
-    "paycollect-reconcile": {
-        "task": "paycollect.reconcile",
-        "schedule": timedelta(minutes=15),
-        "kwargs": {"older_than": "30m"},
-        "options": {"expires": 14 * 60},
-    },
-    "paycollect-prune": {
-        "task": "paycollect.prune",
-        "schedule": crontab(hour=3, minute=30),
-        "kwargs": {"older_than": "90d"},
-        "options": {"expires": 6 * 3600},
-    },
-}
+# Re-exported: the schedule itself lives where settings can import it (no models there).
+
+# Re-exported for older imports: the schedule lives where settings can import it (no models there).
+from .schedules import BEAT_SCHEDULE as BEAT_SCHEDULE  # noqa: E402
 
 _STATE_CHANGING = tuple(name for name, op in OPERATIONS.items() if op.changes_state)
 

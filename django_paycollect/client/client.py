@@ -172,8 +172,8 @@ class PayCollectClient:
 
     ``base_url`` is the only difference between the testing and the live environment.
     ``basic_credentials`` (for dashboard statistics) is ``(username, password)``, sent as the
-    spec writes it, ``Authorization: Basic <username>:<password>``; a string is sent after
-    ``Basic `` unchanged. ``timeout`` is ``(connect seconds, read seconds)``. Reads are tried
+    spec writes it, ``Authorization: Basic <username>:<password>``; a string is sent unchanged
+    after the word ``Basic`` and a space. ``timeout`` is ``(connect seconds, read seconds)``. Reads are tried
     at most ``1 + max_network_retries`` times. ``promocode_method`` is POST unless the
     environment needs GET (the spec lists both).
 

@@ -13,7 +13,8 @@ import uuid
 from decimal import Decimal
 from typing import Any
 
-from django.db import models, transaction
+from django.core.management.color import no_style
+from django.db import connection, models, transaction
 
 from . import fastpath, journal
 from .conf import get_settings
@@ -126,6 +127,9 @@ def seed(identity: dict[str, Any] | None, base_url: str) -> dict[str, Any]:
             name="Membership fee (needs a member id)",
             requires_member_id=True,
         )
+        # Explicit ids (kept across resets) do not advance PostgreSQL's sequence: move it past them,
+        # or the next API payment created would collide.
+        _reset_sequences(ApiPayment)
         for key, percentage, fixed in SEED_FEES:
             method = names.get(key, key).lower()
             if key == "wallet":
@@ -244,3 +248,10 @@ def reset() -> dict[str, Any]:
         transaction.on_commit(fastpath.forget_communities)
         transaction.on_commit(fastpath.forget_faults)
         return seed(identity or None, str(identity.get("base_url") or ""))
+
+
+def _reset_sequences(*model_classes: type[models.Model]) -> None:
+    statements = connection.ops.sequence_reset_sql(no_style(), list(model_classes))
+    with connection.cursor() as cursor:
+        for sql in statements:  # none on SQLite, which needs none
+            cursor.execute(sql)

@@ -875,3 +875,31 @@ def test_no_secret_on_any_admin_page_after_a_full_flow(
         html = response.content.decode()
         for secret in secrets:
             assert secret not in html, page
+
+
+# --- settling refunds of unknown outcome by hand ----------------------------------------------------
+
+
+def test_unknown_refunds_are_settled_by_hand_only_with_the_refund_permission(
+    client, django_user_model, paid_transaction
+):
+    unknown = Refund.objects.create(
+        transaction=paid_transaction, amount=Decimal("40.00"), state=Refund.UNKNOWN
+    )
+    done = Refund.objects.create(transaction=paid_transaction, amount=Decimal("1.00"), state=Refund.SUCCEEDED)
+
+    logged_in(client, staff(django_user_model, "view_refund", username="viewer"))
+    assert "settle_succeeded" not in offered(client, "refund")
+    post_action(client, "refund", "settle_succeeded", [unknown])
+    unknown.refresh_from_db()
+    assert unknown.state == Refund.UNKNOWN
+
+    logged_in(client, staff(django_user_model, "view_refund", "refund_transaction", username="refunder"))
+    assert {"settle_succeeded", "settle_failed"} <= set(offered(client, "refund"))
+    response = post_action(client, "refund", "settle_succeeded", [unknown, done])
+    unknown.refresh_from_db()
+    paid_transaction.refresh_from_db()
+    assert unknown.state == Refund.SUCCEEDED
+    assert "by hand by refunder" in unknown.error
+    assert paid_transaction.refunded_amount == Decimal("40.00")
+    assert "unknown outcome" in text_of(response)  # the already succeeded one is refused, with why

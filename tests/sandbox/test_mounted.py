@@ -193,3 +193,15 @@ def test_runner_refuses_a_live_deployment(tmp_path: Path) -> None:
     assert "Refusing to start" in result.stderr
     assert "live" in result.stderr
     assert not (tmp_path / "x.sqlite3").exists()
+
+
+def test_api_payments_created_after_seeding_chosen_ids_get_fresh_ids(settings: Settings) -> None:
+    """A project may seed with its own ids (the demo does); the sequence must move past them."""
+    settings.PAYCOLLECT_SANDBOX = {"CALLBACK_WORKER": False}
+    identity = seed.seed(
+        {"variable_amount_id": 1, "member_variable_amount_id": 2}, "http://testserver/sandbox"
+    )
+    assert identity["variable_amount_id"] == 1
+    community = ApiPayment.objects.get(pk=1).community
+    created = ApiPayment.objects.create(community=community, name="Another API payment")
+    assert created.pk not in (1, 2)
