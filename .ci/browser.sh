@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Browser tests' needs: Debian's Chromium (/usr/bin/chromium) and Playwright for Python in .venv.
+# Playwright never downloads a browser here: the tests launch Debian's with executable_path.
+# Usage (from .ci/run): bash .ci/browser.sh && make test-browser
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
+
+if [ ! -x /usr/bin/chromium ]; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends chromium
+fi
+/usr/bin/chromium --version
+
+make install </dev/null
+.venv/bin/python -m pip install --quiet -e '.[browser]'
+.venv/bin/python -c "import playwright; from importlib.metadata import version; print('playwright', version('playwright'))"

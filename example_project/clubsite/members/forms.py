@@ -1,0 +1,146 @@
+"""The membership checkout form and the staff's invoice form."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+from typing import Any
+
+from django import forms
+
+from .models import Billing, PayUsing, Plan
+
+#: The club's order tags at the service (id, name).
+CLUB_TAGS: dict[int, str] = {1: "membership", 2: "events", 3: "coaching"}
+CUSTOM_FIELD_TYPES = [
+    ("TEXT", "Text"),
+    ("NUMBER", "Number"),
+    ("CHECKBOX", "Checkbox"),
+    ("DROPDOWNLIST", "Drop-down list"),
+]
+#: How many custom field rows the invoice form offers.
+CUSTOM_FIELD_ROWS = 3
+
+
+class JoinForm(forms.Form):
+    plan = forms.ChoiceField(choices=Plan.choices, initial=Plan.STANDARD, widget=forms.RadioSelect)
+    billing = forms.ChoiceField(choices=Billing.choices, initial=Billing.YEARLY, widget=forms.RadioSelect)
+    pay_using = forms.ChoiceField(
+        label="Payment method", choices=PayUsing.choices, initial=PayUsing.CARD, widget=forms.RadioSelect
+    )
+    name = forms.CharField(label="Full name", max_length=200, help_text="First and last name.")
+    email = forms.EmailField(label="E-mail")
+    phone = forms.CharField(label="Mobile phone", max_length=32, help_text="For example +201001234567.")
+    promocode = forms.CharField(label="Promocode", max_length=50, required=False)
+
+    def clean_promocode(self) -> str:
+        return str(self.cleaned_data.get("promocode") or "").strip().upper()
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("billing") == Billing.MONTHLY and data.get("pay_using") != PayUsing.CARD:
+            self.add_error("pay_using", "Monthly renewals are charged to a card: choose the card.")
+        return data
+
+
+class InvoiceForm(forms.Form):
+    """A direct order: the service e-mails (or texts) the customer a payment link."""
+
+    #: Sent back on submit: a second click finds the order the first one created.
+    form_token = forms.UUIDField(widget=forms.HiddenInput)
+    name = forms.CharField(label="Invoice title", max_length=200, initial="Club invoice")
+    order_description = forms.CharField(
+        label="Description", required=False, widget=forms.Textarea(attrs={"rows": 2})
+    )
+    customer_title = forms.CharField(label="Title", max_length=100, required=False)
+    customer_name = forms.CharField(label="Customer name", max_length=200)
+    customer_email = forms.EmailField(label="Customer e-mail")
+    customer_mobile = forms.CharField(label="Customer mobile", max_length=32)
+    amount = forms.DecimalField(
+        label="Amount (EGP)", min_value=Decimal("0.01"), max_digits=12, decimal_places=2
+    )
+    discount_amount = forms.DecimalField(
+        label="Discount (EGP)", required=False, min_value=Decimal("0.01"), max_digits=12, decimal_places=2
+    )
+    vat_percentage = forms.DecimalField(
+        label="VAT %",
+        required=False,
+        initial=Decimal("14"),
+        min_value=Decimal("0"),
+        max_value=Decimal("100"),
+        max_digits=5,
+        decimal_places=2,
+    )
+    payment_methods = forms.MultipleChoiceField(
+        choices=[(PayUsing.CARD.value, "Card"), (PayUsing.KIOSK.value, "Kiosk")],
+        initial=[PayUsing.CARD.value, PayUsing.KIOSK.value],
+        widget=forms.CheckboxSelectMultiple,
+    )
+    tags = forms.TypedMultipleChoiceField(
+        choices=[(str(pk), name) for pk, name in CLUB_TAGS.items()],
+        coerce=int,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+    )
+    send_by_email = forms.BooleanField(label="E-mail the payment link", required=False, initial=True)
+    send_by_sms = forms.BooleanField(label="Text the payment link", required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("initial", {}).setdefault("form_token", uuid.uuid4())
+        super().__init__(*args, **kwargs)
+        for row in range(CUSTOM_FIELD_ROWS):
+            self.fields[f"field_{row}_label"] = forms.CharField(label="Label", max_length=200, required=False)
+            self.fields[f"field_{row}_type"] = forms.ChoiceField(
+                label="Type", choices=CUSTOM_FIELD_TYPES, initial="TEXT"
+            )
+            self.fields[f"field_{row}_required"] = forms.BooleanField(label="Required", required=False)
+            self.fields[f"field_{row}_choices"] = forms.CharField(
+                label="Choices", max_length=500, required=False, help_text="Comma-separated, for a list."
+            )
+
+    def custom_field_rows(self) -> list[list[forms.BoundField]]:
+        return [
+            [self[f"field_{row}_{part}"] for part in ("label", "type", "required", "choices")]
+            for row in range(CUSTOM_FIELD_ROWS)
+        ]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        discount, amount = data.get("discount_amount"), data.get("amount")
+        if discount is not None and amount is not None and discount >= amount:
+            self.add_error("discount_amount", "The discount must be less than the amount.")
+        for row in range(CUSTOM_FIELD_ROWS):
+            label = (data.get(f"field_{row}_label") or "").strip()
+            if (
+                data.get(f"field_{row}_type") == "DROPDOWNLIST"
+                and label
+                and not data.get(f"field_{row}_choices")
+            ):
+                self.add_error(f"field_{row}_choices", "A drop-down list needs its choices.")
+        return data
+
+    def custom_field_definitions(self) -> list[dict[str, Any]]:
+        """The custom field definitions, as the service layer takes them."""
+        fields = []
+        for row in range(CUSTOM_FIELD_ROWS):
+            label = (self.cleaned_data.get(f"field_{row}_label") or "").strip()
+            if not label:
+                continue
+            kind = self.cleaned_data[f"field_{row}_type"]
+            choices = ",".join(
+                choice.strip()
+                for choice in (self.cleaned_data.get(f"field_{row}_choices") or "").split(",")
+                if choice.strip()
+            )
+            fields.append(
+                {
+                    "field_label": label,
+                    "field_type": kind,
+                    "required": bool(self.cleaned_data.get(f"field_{row}_required")),
+                    "field_choices": choices if kind == "DROPDOWNLIST" else None,
+                }
+            )
+        return fields
+
+    def tag_list(self) -> list[dict[str, Any]]:
+        return [{"id": pk, "name": CLUB_TAGS[pk]} for pk in self.cleaned_data.get("tags") or []]

@@ -1,0 +1,25 @@
+from django.urls import path
+
+from . import views
+
+app_name = "members"
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("join/", views.join, name="join"),
+    path("memberships/<uuid:public_id>/", views.membership_page, name="membership"),
+    path("memberships/<uuid:public_id>/pay/", views.pay, name="pay"),
+    path("memberships/<uuid:public_id>/status/", views.membership_status, name="membership_status"),
+    path(
+        "memberships/<uuid:public_id>/simulate-kiosk-payment/",
+        views.simulate_kiosk_payment,
+        name="simulate_kiosk_payment",
+    ),
+    # PAYCOLLECT["SUCCESS_URL"] and ["FAILURE_URL"]: the payment app's return view redirects here.
+    path("payment/thanks/", views.payment_success, name="payment_success"),
+    path("payment/failed/", views.payment_failure, name="payment_failure"),
+    path("invoices/", views.invoice_list, name="invoices"),
+    path("invoices/new/", views.invoice_new, name="invoice_new"),
+    path("invoices/<int:pk>/", views.invoice_page, name="invoice"),
+    path("invoices/<int:pk>/status/", views.invoice_status, name="invoice_status"),
+]

@@ -1,0 +1,430 @@
+"""The club's pages. Every payment goes through ``django_paycollect.services``; nothing here calls the
+service's client, and nothing here marks a membership paid (the signal receivers do, see receivers.py).
+
+Views that start a payment or create an order are marked ``transaction.non_atomic_requests``: the
+service layer refuses to call the service inside a database transaction, where a rollback would
+forget what the service did.
+"""
+
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+from typing import Any
+from uuid import UUID
+
+import requests
+from django.apps import apps
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.core.cache import cache
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_POST, require_safe
+
+from django_paycollect import services
+from django_paycollect.client import PayCollectError
+from django_paycollect.conf import paycollect_settings
+from django_paycollect.exceptions import PayCollectConfigurationError, PaymentRefused
+from django_paycollect.models import DirectOrder, Transaction
+
+from .forms import InvoiceForm, JoinForm
+from .models import CURRENCY, PRICES, ZERO, Billing, Membership, PayUsing, Plan, price_of
+from .receivers import membership_of
+
+logger = logging.getLogger("clubsite.members")
+
+#: Memberships started in this browser (their public ids), so their pages open without an account.
+SESSION_KEY = "clubsite_memberships"
+#: How often the status pages ask for news, and the no-script reload.
+POLL_MS = 1500
+REFRESH_SECONDS = 3
+
+
+# --- helpers ------------------------------------------------------------------------------------------
+
+
+def _remember(request: HttpRequest, membership: Membership) -> None:
+    known = list(request.session.get(SESSION_KEY, []))
+    if str(membership.public_id) not in known:
+        request.session[SESSION_KEY] = [*known[-19:], str(membership.public_id)]
+
+
+def _owned_membership(request: HttpRequest, public_id: UUID) -> Membership:
+    """The membership, if this browser started it or a staff member asks; otherwise 404."""
+    membership = get_object_or_404(Membership, public_id=public_id)
+    if not (request.user.is_staff or str(membership.public_id) in request.session.get(SESSION_KEY, [])):
+        raise Http404("No such membership.")
+    return membership
+
+
+def _refusal_messages(error: PaymentRefused) -> list[str]:
+    if hasattr(error, "error_dict"):
+        return [f"{field}: {message}" for field, items in error.message_dict.items() for message in items]
+    return list(error.messages)
+
+
+def _add_refusal(form: Any, error: PaymentRefused, field_map: dict[str, str] | None = None) -> None:
+    """Put the service's field errors on the form's fields where they match, the rest on top."""
+    if not hasattr(error, "error_dict"):
+        form.add_error(None, list(error.messages))
+        return
+    for path, items in error.message_dict.items():
+        name = (field_map or {}).get(path, path)
+        if name in form.fields:
+            form.add_error(name, items)
+        else:
+            form.add_error(None, [f"{path}: {message}" for message in items])
+
+
+def sandbox_mounted() -> bool:
+    return apps.is_installed("django_paycollect.sandbox")
+
+
+def site_url(path: str) -> str:
+    return f"{settings.SITE_URL}{path}"
+
+
+# --- home and checkout -------------------------------------------------------------------------------
+
+
+@require_safe
+def home(request: HttpRequest) -> HttpResponse:
+    ids = request.session.get(SESSION_KEY, [])
+    mine = Membership.objects.filter(public_id__in=ids) if ids else Membership.objects.none()
+    plans = [(plan, PRICES[plan]) for plan in Plan]
+    return render(request, "members/home.html", {"plans": plans, "mine": mine, "currency": CURRENCY})
+
+
+def join(request: HttpRequest) -> HttpResponse:
+    """The checkout form: plan, billing, method, promocode. Creates the membership; no payment yet."""
+    initial = {"plan": request.GET.get("plan")} if request.GET.get("plan") in Plan.values else {}
+    form = JoinForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        membership = _new_membership(form)
+        if membership is not None:
+            _remember(request, membership)
+            return redirect(membership)
+    return render(request, "members/join.html", {"form": form, "prices": PRICES, "currency": CURRENCY})
+
+
+def _new_membership(form: JoinForm) -> Membership | None:
+    data = form.cleaned_data
+    price = price_of(data["plan"], data["billing"])
+    discount, promocode_id = ZERO, None
+    if data["promocode"]:
+        try:
+            checked = services.validate_promocode(data["promocode"], amount=price, phone_number=data["phone"])
+        except PaymentRefused as error:
+            form.add_error(
+                "promocode", f"This promocode cannot be used: {' '.join(_refusal_messages(error))}"
+            )
+            return None
+        except (PayCollectError, PayCollectConfigurationError):
+            logger.exception("promocode %s could not be checked", data["promocode"])
+            form.add_error(
+                "promocode", "The promocode could not be checked now. Try again, or leave it empty."
+            )
+            return None
+        discount = min(checked.value or ZERO, price)
+        promocode_id = checked.promocode_id
+    amount = price - discount
+    total: Decimal | None = None
+    if paycollect_settings.FEES_IN_BILL:
+        # The service's fees are added to the bill: show them before the member pays.
+        try:
+            total = services.prepare_amount(amount, currency=CURRENCY, payment_method=data["pay_using"])
+        except (PaymentRefused, PayCollectError, PayCollectConfigurationError):
+            logger.exception("fees could not be computed")
+            form.add_error(None, "The payment service cannot be reached now. Please try again in a minute.")
+            return None
+    return Membership.objects.create(
+        plan=data["plan"],
+        billing=data["billing"],
+        pay_using=data["pay_using"],
+        name=data["name"],
+        email=data["email"],
+        phone=data["phone"],
+        price=price,
+        promocode=data["promocode"] if promocode_id else "",
+        promocode_id=promocode_id,
+        discount=discount,
+        amount=amount,
+        total_with_fees=total,
+    )
+
+
+@require_POST
+@transaction.non_atomic_requests
+def pay(request: HttpRequest, public_id: UUID) -> HttpResponse:
+    """Start (or resume) the membership's payment, then send the member to the payment page.
+
+    The merchant reference is the membership's: a double click, a reload or a second tab gets the
+    payment already open, never a second one.
+    """
+    membership = _owned_membership(request, public_id)
+    if membership.status == Membership.PAID:
+        messages.info(request, "This membership is already paid.")
+        return redirect(membership)
+    try:
+        txn = services.start_payment(
+            amount=membership.amount,
+            currency=CURRENCY,
+            billing_data={
+                "name": membership.name,
+                "email": membership.email,
+                "phone_number": membership.phone,
+            },
+            merchant_reference=membership.reference,
+            merchant_object=membership,
+            pay_using=membership.pay_using,
+            recurring=membership.recurring_terms(),
+            promocode_id=membership.promocode_id,
+            custom_fields=[
+                {"field_label": "Plan", "field_value": membership.get_plan_display()},
+                {"field_label": "Membership", "field_value": membership.reference},
+            ],
+        )
+    except PaymentRefused as error:
+        for message in _refusal_messages(error):
+            messages.error(request, message)
+        return redirect(membership)
+    except (PayCollectError, PayCollectConfigurationError):
+        logger.exception("%s: the payment could not be started", membership.reference)
+        messages.error(request, "The payment service cannot be reached now. Nothing was charged; try again.")
+        return redirect(membership)
+    Membership.objects.filter(pk=membership.pk, status__in=[Membership.NEW, Membership.FAILED]).update(
+        status=Membership.PENDING
+    )
+    if txn.outcome_unknown and not txn.iframe_url:
+        messages.warning(
+            request,
+            "We could not confirm that your payment was started. Please do not pay again: "
+            "this page shows the payment as soon as the service confirms it.",
+        )
+        return redirect(membership)
+    if membership.pay_using == PayUsing.CARD and txn.iframe_url and txn.status == Transaction.PENDING:
+        return HttpResponseRedirect(txn.iframe_url)
+    return redirect(membership)  # kiosk: the page shows the bill reference
+
+
+@never_cache
+@require_safe
+def membership_page(request: HttpRequest, public_id: UUID) -> HttpResponse:
+    membership = _owned_membership(request, public_id)
+    return render(request, "members/membership.html", _membership_context(request, membership))
+
+
+@never_cache
+@require_safe
+def membership_status(request: HttpRequest, public_id: UUID) -> JsonResponse:
+    """What the page's script polls: the status and the re-rendered status panel."""
+    membership = _owned_membership(request, public_id)
+    context = _membership_context(request, membership)
+    html = render_to_string("members/_membership_status.html", context, request=request)
+    return JsonResponse({"status": membership.status, "final": membership.is_final, "html": html})
+
+
+def _membership_context(request: HttpRequest, membership: Membership) -> dict[str, Any]:
+    payment = membership.latest_payment()
+    changes = list(payment.status_changes.all()) if payment is not None else []
+    return {
+        "membership": membership,
+        "payment": payment,
+        "changes": changes,
+        "payments_count": membership.payments().count(),
+        "currency": CURRENCY,
+        "monthly": membership.billing == Billing.MONTHLY,
+        "live": membership.status == Membership.PENDING,
+        "status_url": reverse("members:membership_status", args=[membership.public_id]),
+        "poll_ms": POLL_MS,
+        "refresh_seconds": REFRESH_SECONDS,
+        "can_simulate_kiosk": (
+            sandbox_mounted()
+            and settings.PAYCOLLECT_SANDBOX.get("CONTROL_API")
+            and payment is not None
+            and payment.pay_using == PayUsing.KIOSK
+            and payment.status == Transaction.PENDING
+        ),
+    }
+
+
+@require_POST
+def simulate_kiosk_payment(request: HttpRequest, public_id: UUID) -> HttpResponse:
+    """Demo only: tell the sandbox the bill was paid at a kiosk (what a real kiosk network does).
+
+    The site then hears of it the way it would in production: the service's callback.
+    """
+    membership = _owned_membership(request, public_id)
+    payment = membership.latest_payment()
+    if not (sandbox_mounted() and settings.PAYCOLLECT_SANDBOX.get("CONTROL_API")) or payment is None:
+        raise Http404("Only with the sandbox.")
+    if payment.uuid and payment.status == Transaction.PENDING:
+        outcome = "FAILED" if request.POST.get("outcome") == "FAILED" else "SUCCESSFUL"
+        answer = requests.post(
+            f"{paycollect_settings.BASE_URL}/_control/transactions/{payment.uuid}/complete",
+            json={"outcome": outcome},
+            timeout=10,
+        )
+        if answer.status_code >= 300:
+            messages.error(request, f"The sandbox answered {answer.status_code}.")
+    return redirect(membership)
+
+
+# --- where the payment app sends the customer back ------------------------------------------------------
+
+
+@never_cache
+@require_safe
+def payment_success(request: HttpRequest) -> HttpResponse:
+    return _payment_result(request, "members/payment_success.html")
+
+
+@never_cache
+@require_safe
+def payment_failure(request: HttpRequest) -> HttpResponse:
+    return _payment_result(request, "members/payment_failure.html")
+
+
+def _payment_result(request: HttpRequest, template: str) -> HttpResponse:
+    """PAYCOLLECT's SUCCESS_URL and FAILURE_URL. The uuid in the query is the visitor's claim: details are
+    shown only for a membership started in this browser (or to staff), never by uuid alone."""
+    uuid = request.GET.get("transaction_uuid", "")
+    txn = Transaction.objects.filter(uuid=uuid).first() if uuid else None
+    membership = membership_of(txn)
+    if membership is not None and not (
+        request.user.is_staff or str(membership.public_id) in request.session.get(SESSION_KEY, [])
+    ):
+        membership = None
+    order = txn.direct_order if txn is not None and request.user.is_staff else None
+    context: dict[str, Any] = {"membership": membership, "order": order, "currency": CURRENCY}
+    if membership is not None:
+        context.update(_membership_context(request, membership))
+    return render(request, template, context)
+
+
+# --- invoices (direct orders), for staff ---------------------------------------------------------------
+
+
+@staff_member_required
+@require_safe
+def invoice_list(request: HttpRequest) -> HttpResponse:
+    orders = DirectOrder.objects.order_by("-created_at")[:50]
+    return render(request, "members/invoice_list.html", {"orders": [(o, _paid_payment(o)) for o in orders]})
+
+
+@staff_member_required
+@transaction.non_atomic_requests
+def invoice_new(request: HttpRequest) -> HttpResponse:
+    form = InvoiceForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        reference = f"invoice-{form.cleaned_data['form_token']}"
+        existing = DirectOrder.objects.filter(merchant_reference=reference).first()
+        if existing is not None:
+            return redirect("members:invoice", pk=existing.pk)  # a second click
+        if not cache.add(f"clubsite:{reference}", True, timeout=600):
+            messages.info(request, "This invoice is being sent already.")
+            return redirect("members:invoices")
+        order = _send_invoice(request, form, reference)
+        if order is not None:
+            return redirect("members:invoice", pk=order.pk)
+        cache.delete(f"clubsite:{reference}")
+    return render(request, "members/invoice_new.html", {"form": form, "currency": CURRENCY})
+
+
+def _send_invoice(request: HttpRequest, form: InvoiceForm, reference: str) -> DirectOrder | None:
+    data = form.cleaned_data
+    token = paycollect_settings.CALLBACK_TOKENS[0]
+    try:
+        order = services.create_direct_order(
+            user=request.user,
+            name=data["name"],
+            amount=data["amount"],
+            currency=CURRENCY,
+            payment_methods=data["payment_methods"],
+            customer_name=data["customer_name"],
+            customer_email=data["customer_email"],
+            customer_mobile=data["customer_mobile"],
+            customer_title=data["customer_title"],
+            discount_amount=data["discount_amount"],
+            vat_percentage=data["vat_percentage"],
+            order_description=data["order_description"],
+            custom_fields=form.custom_field_definitions(),
+            tags=form.tag_list(),
+            send_by_email=data["send_by_email"],
+            send_by_sms=data["send_by_sms"],
+            # Where the service sends the customer and its callback: the payment app's views.
+            redirect_url=site_url(reverse("paycollect:return")),
+            callback_url=site_url(reverse("paycollect:callback", args=[token])),
+            merchant_reference=reference,
+        )
+    except PaymentRefused as error:
+        _add_refusal(form, error)
+        return None
+    except (PayCollectError, PayCollectConfigurationError):
+        logger.exception("invoice %s could not be sent", reference)
+        form.add_error(None, "The payment service cannot be reached now. Nothing was sent; try again.")
+        return None
+    if order.state == DirectOrder.UNKNOWN:
+        messages.warning(
+            request,
+            "The service did not answer: the invoice may or may not have been created. "
+            "Do not send it again; check the service's dashboard.",
+        )
+    return order
+
+
+def _paid_payment(order: DirectOrder) -> Transaction | None:
+    return order.transactions.filter(status=Transaction.SUCCESSFUL).first()
+
+
+def _answers(txn: Transaction) -> list[tuple[str, str]]:
+    """The customer's answers to the order's custom fields, as the service reported them."""
+    fields: Any = txn.custom_fields or {}
+    if isinstance(fields, list):  # [{"field_label": ..., "field_value": ...}]
+        fields = {
+            item.get("field_label"): item.get("field_value") for item in fields if isinstance(item, dict)
+        }
+    shown = {True: "yes", False: "no", None: "—"}
+    return [
+        (str(label), shown[value] if isinstance(value, bool) or value is None else str(value))
+        for label, value in fields.items()
+    ]
+
+
+def _invoice_context(order: DirectOrder) -> dict[str, Any]:
+    paid = _paid_payment(order)
+    return {
+        "order": order,
+        "paid": paid,
+        "payments": [(txn, _answers(txn)) for txn in order.transactions.order_by("-created_at")],
+        "outbox_url": reverse("paycollect_sandbox:outbox") if sandbox_mounted() else "",
+        "live": order.state == DirectOrder.CREATED and paid is None,
+        "status_url": reverse("members:invoice_status", args=[order.pk]),
+        "poll_ms": POLL_MS,
+        "refresh_seconds": REFRESH_SECONDS,
+        "currency": CURRENCY,
+    }
+
+
+@staff_member_required
+@never_cache
+@require_safe
+def invoice_page(request: HttpRequest, pk: int) -> HttpResponse:
+    order = get_object_or_404(DirectOrder, pk=pk)
+    return render(request, "members/invoice.html", _invoice_context(order))
+
+
+@staff_member_required
+@never_cache
+@require_safe
+def invoice_status(request: HttpRequest, pk: int) -> JsonResponse:
+    order = get_object_or_404(DirectOrder, pk=pk)
+    context = _invoice_context(order)
+    html = render_to_string("members/_invoice_status.html", context, request=request)
+    return JsonResponse({"paid": context["paid"] is not None, "final": not context["live"], "html": html})

@@ -1,0 +1,92 @@
+"""Fixtures of the browser tests: the club site in its own process, Chromium, and a page per test.
+
+Skipped unless /usr/bin/chromium exists and playwright is importable, so ``make test`` stays green on
+machines without them; ``make test-browser`` (after ``bash .ci/browser.sh``) fails instead of skipping.
+Collecting the tests needs no playwright.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .support import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    REQUIRE_BROWSER,
+    VIEWPORT,
+    ClubSite,
+    browser_missing,
+    screenshot,
+    start_club_site,
+)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    # Keep each phase's report on the item, so the page fixture can tell a failed test.
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
+@pytest.fixture(scope="session")
+def club_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClubSite]:
+    missing = browser_missing()
+    if missing and REQUIRE_BROWSER:
+        pytest.fail(missing)
+    if missing:
+        pytest.skip(missing)
+    for stale in ARTIFACTS.glob("FAILED-*.png"):
+        stale.unlink()
+    site = start_club_site(Path(tmp_path_factory.mktemp("clubsite")))
+    yield site
+    site.stop()
+
+
+@pytest.fixture(scope="session")
+def chromium(club_site: ClubSite) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+def _new_page(request: pytest.FixtureRequest, chromium: Any, **options: Any) -> Iterator[Any]:
+    context = chromium.new_context(viewport=VIEWPORT, locale="en-US", timezone_id="UTC", **options)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    yield page
+    failed = getattr(request.node, "report_call", None)
+    if failed is not None and failed.failed:
+        screenshot(page, f"FAILED-{request.node.name}", full_page=True)
+    context.close()
+
+
+@pytest.fixture
+def page(request: pytest.FixtureRequest, chromium: Any) -> Iterator[Any]:
+    """A fresh browser context (cookies, session) and its page."""
+    yield from _new_page(request, chromium)
+
+
+@pytest.fixture
+def page_without_script(request: pytest.FixtureRequest, chromium: Any) -> Iterator[Any]:
+    yield from _new_page(request, chromium, java_script_enabled=False)
+
+
+@pytest.fixture
+def site(club_site: ClubSite) -> Iterator[ClubSite]:
+    """The club site; faults and callback plans a test leaves behind are cleared after it."""
+    yield club_site
+    club_site.control.clear_faults()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    missing = browser_missing()
+    return f"browser tests: {'skipped, ' + missing if missing else 'Chromium at ' + CHROMIUM}"
