@@ -78,7 +78,7 @@ class Finding:
     """What reconciliation did with one item, or why it needs a person."""
 
     phase: str
-    kind: str  # transaction, refund, capture, series, direct_order
+    kind: str  # transaction, refund, capture, series, direct_order, api_call
     object_id: int
     label: str
     outcome: str
@@ -228,6 +228,10 @@ class _Run:
 
 def _label(txn: Transaction) -> str:
     return txn.uuid or f"#{txn.pk}"
+
+
+#: How long a community creation of unknown outcome keeps being reported for review.
+COMMUNITY_REVIEW_DAYS = 7
 
 
 def reconcile(
@@ -384,7 +388,30 @@ def reconcile(
     )
     run.each("direct orders", *_chunked(orders), review_order, describe_order)
 
-    # 6. Recurring series: charges the service made that no callback told us of.
+    # 6. Community creations of unknown outcome: the spec shows no way to read communities, so only
+    # a person can tell. Reported for COMMUNITY_REVIEW_DAYS, then left to the ApiCall row.
+    def describe_creation(call: ApiCall) -> Finding:
+        return Finding("community creations", "api_call", call.pk, f"create_community #{call.pk}", "")
+
+    def review_creation(call: ApiCall) -> Finding:
+        finding = describe_creation(call)
+        finding.outcome = (
+            f"creation outcome unknown ({call.error_class} at {call.created_at:%Y-%m-%d %H:%M}): "
+            "look for the community in the service's dashboard before creating it again"
+        )
+        finding.needs_review = True
+        return finding
+
+    creations = ApiCall.objects.filter(
+        scope,
+        operation="create_community",
+        outcome_unknown=True,
+        created_at__lt=cutoff,
+        created_at__gte=timezone.now() - timedelta(days=COMMUNITY_REVIEW_DAYS),
+    )
+    run.each("community creations", *_chunked(creations), review_creation, describe_creation)
+
+    # 7. Recurring series: charges the service made that no callback told us of.
     def describe_active(series: RecurringSeries) -> Finding:
         return Finding("recurring series", "series", series.pk, series.parent_uuid, "")
 
