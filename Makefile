@@ -49,6 +49,12 @@ test-worker: $(STAMP)
 	@test -n "$$PAYCOLLECT_TEST_POSTGRES" -a -n "$$PAYCOLLECT_TEST_REDIS" || { echo "set PAYCOLLECT_TEST_POSTGRES and PAYCOLLECT_TEST_REDIS (see .ci/postgres.sh, .ci/redis.sh)"; exit 2; }
 	$(BIN)/python -m pytest -m worker tests/worker $(PYTEST_ARGS)
 
+# The whole suite again on SQLite under Django 4.2 LTS, the oldest Django setup.cfg allows, in a
+# virtualenv of its own (.venv-dj42, created and kept up to date by .ci/django42.sh).
+.PHONY: test-django42
+test-django42:
+	bash .ci/django42.sh $(PYTEST_ARGS)
+
 # The example project on http://127.0.0.1:8000: SQLite, the sandbox mounted in place of the service (no
 # account), Celery eager. Prints the URLs and the demo staff login. DEMO_PORT=8080 make demo for another port.
 .PHONY: demo test-browser
@@ -72,4 +78,4 @@ bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .coverage .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-dj42 build dist *.egg-info .coverage .pytest_cache .mypy_cache .ruff_cache

@@ -35,6 +35,7 @@ from django.http.request import RawPostDataException
 
 from . import services, tasks
 from .client import NotFoundError
+from .client.money import MAX_JSON_DEPTH, too_deep
 from .conf import paycollect_settings
 from .models import ReceivedCallback, Transaction, json_safe
 from .serializers import CALLBACK_FIELDS, CallbackBodySerializer
@@ -178,7 +179,7 @@ def selected_headers(meta: Mapping[str, Any]) -> dict[str, str]:
         key = name.upper().replace("-", "_")
         value = meta.get(key if key in ("CONTENT_TYPE", "CONTENT_LENGTH") else f"HTTP_{key}")
         if value:
-            headers[name] = _clean_text(str(value))[:HEADER_MAX_CHARS]
+            headers[name] = _scrub(_clean_text(str(value)))[:HEADER_MAX_CHARS]
     return headers
 
 
@@ -252,6 +253,18 @@ def _scrub(text: str) -> str:
     return text
 
 
+def _scrub_all(value: Any) -> Any:
+    """``_scrub`` over every text of what is stored (claims, custom fields): a token or secret the
+    sender echoed anywhere is never stored. The depth is bounded by ``too_deep`` first."""
+    if isinstance(value, str):
+        return _scrub(value)
+    if isinstance(value, dict):
+        return {_scrub(str(k)): _scrub_all(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_all(v) for v in value]
+    return value
+
+
 def _read_and_parse(request: HttpRequest) -> tuple[str, dict[str, Any]]:
     limit = max_callback_bytes()
     declared = _content_length(request.META)
@@ -272,12 +285,14 @@ def _read_and_parse(request: HttpRequest) -> tuple[str, dict[str, Any]]:
         raise _Refused(400, "the body is not JSON", body=text) from None
     if not isinstance(document, dict):
         raise _Refused(400, "the body is not a JSON object", body=text)
+    if too_deep(document):
+        raise _Refused(400, f"the body nests deeper than {MAX_JSON_DEPTH} levels", body=text)
     if not _storable(document):
         raise _Refused(400, "the body holds a NUL character or a lone surrogate escape", body=text)
 
     secret_problem, document, text = _check_secret(document, text)
     serializer = CallbackBodySerializer(data=document)
-    claims = _claims(serializer.validated_data, document) if serializer.is_valid() else {}
+    claims = _scrub_all(_claims(serializer.validated_data, document)) if serializer.is_valid() else {}
     if secret_problem:
         # The claims are kept (when well formed) so the admin shows what the forgery pretended.
         raise _Refused(403, secret_problem, body=text, claims=claims)

@@ -17,7 +17,7 @@ from .errors import (
     UnexpectedResponseError,
     ValidationError,
 )
-from .money import loads_json
+from .money import clip_depth, loads_json
 from .types import _integer
 
 __all__ = ["CallInfo", "Envelope", "field_errors_from", "interpret"]
@@ -211,7 +211,8 @@ def interpret(
     problem = "empty body"
     if body.strip():
         try:
-            parsed = _parse(loads_json(body))
+            # Absurd nesting is clipped, not refused: a 400 is still a refusal, whatever its errors hold.
+            parsed = _parse(clip_depth(loads_json(body)))
             problem = "JSON that is not the service's envelope"
         except (ValueError, RecursionError):
             kind = "HTML" if "html" in content_type.lower() or snippet.lstrip().startswith("<") else "text"

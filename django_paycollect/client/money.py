@@ -22,6 +22,7 @@ __all__ = [
     "loads_json",
     "parse_amount",
     "to_piasters",
+    "too_deep",
 ]
 
 CENT = Decimal("0.01")
@@ -121,6 +122,55 @@ def dumps_json(value: Any) -> str:
     out: list[str] = []
     _encode(value, out)
     return "".join(out)
+
+
+#: Deeper JSON than this is refused: nothing the service sends nests so deep, and recursive walks
+#: (ours, or a caller's) would overflow the stack on what the parser still accepts.
+MAX_JSON_DEPTH = 64
+
+
+def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether parsed JSON nests deeper than ``limit`` (a loop, not recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+TOO_DEEP = "<nested too deeply>"
+
+
+def clip_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> Any:
+    """A copy of parsed JSON with whatever nests deeper than ``limit`` replaced by :data:`TOO_DEEP`.
+
+    Built with a loop, not recursion, so that every later walk (field errors, storage) is safe.
+    """
+    if not isinstance(value, (dict, list)):
+        return value
+    root: Any = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any, int]] = [(value, root, 1)]
+    while stack:
+        source, target, depth = stack.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, child in items:
+            if isinstance(child, (dict, list)):
+                if depth >= limit:
+                    copy: Any = TOO_DEEP
+                else:
+                    copy = {} if isinstance(child, dict) else []
+                    stack.append((child, copy, depth + 1))
+            else:
+                copy = child
+            if isinstance(target, dict):
+                target[key] = copy
+            else:
+                target.append(copy)
+    return root
 
 
 def loads_json(text: str | bytes) -> Any:

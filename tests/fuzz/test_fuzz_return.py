@@ -1,0 +1,318 @@
+"""Fuzz of the browser return and its status endpoint: whatever the query, never a 5xx, and never the
+success URL unless the stored transaction the query names is SUCCESSFUL.
+
+The database holds a PENDING, a SUCCESSFUL and a FAILED transaction, and a uuid only a callback named
+(a direct order's payment we have not fetched yet). ``BASE_URL`` is a port where nothing listens, so
+every fetch fails at once and an open transaction must show the waiting page; the fetch throttle is off,
+so every request tries. Queries are the Pay set, the Direct order set (with custom fields) and the
+spec's ``member_id`` + ``transaction_id`` variant, built from those uuids in many spellings, with
+values mutated, keys repeated, huge and unicode values, broken percent-escapes and raw bytes, then sent
+to ``<mount>/return/`` and ``<mount>/return/status/``; the two must agree.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid as uuid_lib
+from collections import Counter
+from dataclasses import dataclass
+from decimal import Decimal
+from html import unescape
+from typing import Any
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
+
+import django
+import pytest
+from django.http import QueryDict
+from django.test import Client
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from django_paycollect import callbacks
+from django_paycollect.models import ApiCall, ReceivedCallback, Transaction
+
+from .support import fuzz_settings, production_recursion_limit, texts
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+RETURN = "/paycollect/return/"
+STATUS = "/paycollect/return/status/"
+SUCCESS_URL = "/shop/paid/"
+FAILURE_URL = "/shop/cart/?payment=failed"
+COMMUNITY = "tests-community"
+
+PENDING = "6a0d2c4e-1b3f-4a5c-8d7e-9f0a1b2c3d4e"
+SUCCESSFUL = "7b1e3d5f-2c40-4b6d-9e8f-0a1b2c3d4e5f"
+FAILED = "8c2f4e60-3d51-4c7e-af90-1b2c3d4e5f60"
+HEARD_OF = "9d305f71-4e62-4d8f-b0a1-2c3d4e5f6071"  # named by a callback, not stored as a transaction
+UNKNOWN = "a0416082-5f73-4e90-81b2-3d4e5f607182"
+UUIDS = [PENDING, SUCCESSFUL, FAILED, HEARD_OF, UNKNOWN]
+MARKUP = "<script>alert(1)</script>"
+#: More than DATA_UPLOAD_MAX_NUMBER_FIELDS query fields: Django answers 400 (SuspiciousOperation) before
+#: the view sees them, except where its AdminEmailHandler runs: it reads request.GET again to write the
+#: report, and that raises out of the handler (a 500). It runs under Django 4.2 whenever DEBUG is off;
+#: Django 5.x skips it while ADMINS is empty, as in the test settings. Django's, not the app's.
+MANY_FIELDS_ANSWER_400 = django.VERSION >= (5, 0)
+
+
+@pytest.fixture
+def seeded(settings: Any, closed_base_url: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    settings.PAYCOLLECT = {
+        **settings.PAYCOLLECT,
+        "BASE_URL": closed_base_url,
+        "COMMUNITY_ID": COMMUNITY,
+        "SUCCESS_URL": SUCCESS_URL,
+        "FAILURE_URL": FAILURE_URL,
+        "RETURN_TIMEOUT": (0.5, 0.5),
+    }
+    monkeypatch.setattr(callbacks, "STATUS_SYNC_INTERVAL", 0)  # every request may fetch: the worst case
+    statuses = {PENDING: Transaction.PENDING, SUCCESSFUL: Transaction.SUCCESSFUL, FAILED: Transaction.FAILED}
+    for uuid, status in statuses.items():
+        Transaction.objects.create(
+            uuid=uuid, community_id=COMMUNITY, status=status, total_amount=Decimal("100.00")
+        )
+    ReceivedCallback.objects.create(
+        state=ReceivedCallback.PROCESSED,
+        transaction_uuid=HEARD_OF,
+        claimed_status="SUCCESSFUL",
+        merchant_id=COMMUNITY,
+        dedupe_key=callbacks.dedupe_key(HEARD_OF, "SUCCESSFUL"),
+    )
+    return statuses
+
+
+# --- queries -------------------------------------------------------------------------------------------
+
+
+def spellings(uuid: str) -> st.SearchStrategy[str]:
+    return st.sampled_from(
+        [
+            uuid,
+            uuid,
+            uuid,
+            uuid.upper(),
+            uuid.replace("-", ""),
+            f"  {uuid} ",
+            f"\t{uuid}\n",
+            "{" + uuid + "}",
+            f"urn:uuid:{uuid}",
+            uuid[:-1],
+            uuid + "f",
+            uuid.replace("-", "\u2010"),
+            uuid + "\x00",
+        ]
+    )
+
+
+uuid_values = st.one_of(
+    st.sampled_from(UUIDS),
+    st.sampled_from(UUIDS),
+    st.sampled_from(UUIDS).flatmap(spellings),
+    st.uuids().map(str),
+    st.sampled_from(["", "0", "4821", "-1", "null", MARKUP]),
+    texts,
+)
+#: Values a mutated parameter takes: the spec's, then anything.
+values = st.one_of(
+    st.sampled_from(["100", "100.00", "10000", "SUCCESSFUL", "FAILED", "PENDING", "", "M-1", MARKUP]),
+    texts,
+    st.integers().map(str),
+    st.sampled_from(["9" * 5000, "\u00e9" * 3000, "%", "%zz", "+", "&", "=", "a=b&c"]),
+)
+
+
+@dataclass(frozen=True)
+class Query:
+    pairs: tuple[tuple[str, str], ...]
+    raw_suffix: str  # appended to the encoded query as is: broken escapes, bare keys, separators
+
+    @property
+    def string(self) -> str:
+        """QUERY_STRING as a WSGI server passes it (the bytes as latin-1 text)."""
+        encoded = urlencode(self.pairs, errors="surrogatepass").encode("ascii")
+        return (encoded + self.raw_suffix.encode("utf-8", errors="surrogatepass")).decode("latin-1")
+
+
+@st.composite
+def queries(draw: st.DrawFn) -> Query:
+    uuid = draw(uuid_values)
+    kind = draw(st.sampled_from(["pay", "direct", "variant", "both", "none"]))
+    status = draw(st.sampled_from(["SUCCESSFUL", "FAILED", "PENDING", "successful", ""]))
+    pairs: list[tuple[str, str]]
+    if kind == "pay":
+        pairs = [("amount_piasters", "10000"), ("amount", "100"), ("transaction_uuid", uuid)]
+        pairs.append(("transaction_status", status))
+    elif kind == "direct":
+        pairs = [("total_amount_piasters", "10000"), ("total_amount", "100.00"), ("transaction_uuid", uuid)]
+        pairs.append(("transaction_status", status))
+        pairs += draw(st.lists(st.tuples(texts, values), max_size=3))  # the order's custom fields
+    elif kind == "variant":
+        pairs = [("member_id", draw(values)), ("transaction_id", uuid)]
+    elif kind == "both":
+        pairs = [("transaction_uuid", uuid), ("transaction_id", draw(uuid_values))]
+    else:
+        pairs = draw(st.lists(st.tuples(texts, values), max_size=4))
+    for _ in range(draw(st.integers(0, 3))):
+        mutation = draw(st.sampled_from(["value", "repeat", "drop", "extra", "wait"]))
+        if mutation == "value" and pairs:
+            i = draw(st.integers(0, len(pairs) - 1))
+            pairs[i] = (pairs[i][0], draw(values))
+        elif mutation == "repeat":
+            key = draw(
+                st.sampled_from(["transaction_uuid", "transaction_id", "transaction_status", "amount"])
+            )
+            pairs.insert(draw(st.integers(0, len(pairs))), (key, draw(uuid_values)))
+        elif mutation == "drop" and pairs:
+            del pairs[draw(st.integers(0, len(pairs) - 1))]
+        elif mutation == "extra":
+            pairs.append((draw(texts), draw(values)))
+        elif mutation == "wait":
+            wait = draw(
+                st.one_of(
+                    st.integers(-5, 100).map(str),
+                    st.sampled_from(["39", "40", "1e3", " 7 ", "\uff17", "9" * 5000, "-0", ""]),
+                )
+            )
+            pairs.append(("wait", wait))
+    if MANY_FIELDS_ANSWER_400 and draw(st.sampled_from([False] * 30 + [True])):
+        pairs += [(f"f{n}", "x") for n in range(1001)]  # above DATA_UPLOAD_MAX_NUMBER_FIELDS
+    suffix = draw(
+        st.sampled_from(
+            ["", "", "", "&", "&&=&", "&transaction_uuid", "&%zz=%", ";transaction_uuid=x", "&a=%ff%fe"]
+        )
+    )
+    if draw(st.sampled_from([False] * 9 + [True])):
+        suffix += "&raw=" + quote(draw(st.binary(max_size=30)))
+    return Query(tuple(pairs), suffix)
+
+
+# --- what the two views answered ------------------------------------------------------------------
+
+
+def get(client: Client, path: str, query: Query, method: str = "GET") -> Any:
+    with production_recursion_limit():
+        return client.generic(method, path, QUERY_STRING=query.string)
+
+
+WAITING_STATUS_URL = re.compile(r'data-status-url="([^"]*)"')
+
+
+def outcome_of_return(response: Any) -> tuple[str, str]:
+    """("success" | "failure" | "waiting" | "refused", the uuid the view used or "")."""
+    if response.status_code == 302:
+        location = response["Location"]
+        parts = urlsplit(location)
+        uuids = parse_qs(parts.query).get("transaction_uuid", [])
+        assert len(uuids) <= 1, location
+        uuid = uuids[0] if uuids else ""
+        if location.startswith(SUCCESS_URL):
+            return "success", uuid
+        assert location.startswith("/shop/cart/?payment=failed"), location
+        return "failure", uuid
+    if response.status_code == 400:
+        return "refused", ""
+    assert response.status_code == 200, response.status_code
+    content = response.content.decode()
+    assert 'id="paycollect-waiting"' in content
+    found = WAITING_STATUS_URL.search(content)
+    assert found is not None
+    status_url = unescape(found.group(1))
+    assert status_url.startswith(STATUS)
+    return "waiting", parse_qs(urlsplit(status_url).query)["transaction_uuid"][0]
+
+
+def same_uuid(text: str, uuid: str) -> bool:
+    return text.replace("-", "").lower() == uuid.replace("-", "").lower()
+
+
+def candidates(query: Query) -> set[str]:
+    """What the view may use as the uuid: the (last) transaction_uuid or transaction_id, stripped."""
+    parsed = QueryDict(query.string.encode("latin-1"))
+    return {(parsed.get(key) or "").strip() for key in ("transaction_uuid", "transaction_id")} - {""}
+
+
+def test_the_return_and_its_status_never_fail_and_never_show_success_unless_paid(seeded):
+    client = Client()
+    tally: Counter[str] = Counter()
+    transactions = Transaction.objects.count()
+
+    @fuzz_settings(1200)
+    @given(queries(), st.sampled_from(["GET"] * 8 + ["HEAD", "POST"]))
+    @example(Query((("transaction_uuid", SUCCESSFUL), ("transaction_status", "FAILED")), ""), "GET")
+    @example(Query((("transaction_uuid", PENDING), ("transaction_status", "SUCCESSFUL")), ""), "GET")
+    @example(Query((("transaction_id", SUCCESSFUL.upper()), ("member_id", "M-1")), ""), "GET")
+    @example(Query((("transaction_uuid", PENDING), ("transaction_uuid", SUCCESSFUL)), ""), "GET")
+    @example(Query((("transaction_uuid", SUCCESSFUL), ("transaction_id", PENDING)), ""), "GET")
+    @example(Query((("transaction_uuid", HEARD_OF), ("wait", "9" * 5000)), ""), "GET")
+    def run(query: Query, method: str) -> None:
+        response = get(client, RETURN, query, method)
+        status = get(client, STATUS, query, method)
+        # Django refuses a query of more than DATA_UPLOAD_MAX_NUMBER_FIELDS (1000) "&"-separated fields.
+        too_many_fields = query.string.count("&") + 1 > 1000
+        for answer in (response, status):
+            assert answer.status_code < 500, (answer.status_code, answer.content[:500])
+            assert "no-cache" in answer.get("Cache-Control", "") or answer.status_code in (400, 405)
+            assert MARKUP.encode() not in answer.content
+        if method == "POST":
+            assert response.status_code == status.status_code == 405
+            tally["405"] += 1
+            return
+        if too_many_fields:
+            assert response.status_code == status.status_code == 400  # Django's SuspiciousOperation
+            tally["too many fields"] += 1
+            return
+        if method == "HEAD":
+            assert response.status_code in (200, 302)
+            assert status.status_code in (200, 400)
+            tally["HEAD"] += 1
+            return
+
+        outcome, used = outcome_of_return(response)
+        tally[outcome] += 1
+        if used:
+            assert used in candidates(query), (used, query.string)
+        # Success only for the stored SUCCESSFUL transaction, failure only for the FAILED one (today named
+        # exactly; the same uuid in capitals or without dashes would name them too).
+        if outcome == "success":
+            assert same_uuid(used, SUCCESSFUL)
+        elif outcome == "failure":
+            assert used == "" or same_uuid(used, FAILED)
+        elif outcome == "waiting":
+            assert used not in (SUCCESSFUL, FAILED)
+            assert response["Referrer-Policy"] == "same-origin"
+        else:
+            pytest.fail(f"the return answered {response.status_code}")
+        if used == SUCCESSFUL:
+            assert outcome == "success"
+        # The status endpoint agrees with the return.
+        if outcome == "failure" and not used:
+            assert status.status_code == 400
+            assert status.json() == {"status": "UNKNOWN"}
+        else:
+            assert status.status_code == 200
+            expected = {"success": "SUCCESSFUL", "failure": "FAILED", "waiting": "PENDING"}[outcome]
+            assert status.json() == {"status": expected}
+
+    run()
+    print(f"\nreturn fuzz: {dict(tally)}; fetches tried: {ApiCall.objects.count()}")
+    assert tally.total() >= 1200
+    for outcome in ("success", "failure", "waiting", "405", *(["too many fields"] * MANY_FIELDS_ANSWER_400)):
+        assert tally[outcome] >= 10, tally
+    # Nothing was changed: the service could not be read, and a query is never believed.
+    assert dict(Transaction.objects.values_list("uuid", "status")) == seeded
+    assert Transaction.objects.count() == transactions
+    assert ApiCall.objects.filter(operation="get_transaction").exists()  # the fetches were really tried
+
+
+def test_uuids_generated_at_random_are_pending_and_never_fetched(seeded):
+    """Guessing uuids tells nothing and costs the service nothing."""
+    client = Client()
+
+    @fuzz_settings(100)
+    @given(st.uuids())
+    def run(guess: uuid_lib.UUID) -> None:
+        query = Query((("transaction_uuid", str(guess)),), "")
+        assert get(client, STATUS, query).json() == {"status": "PENDING"}
+
+    run()
+    assert not ApiCall.objects.exists()
