@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks._support import Measure, write_section
 from django_paycollect.sandbox.testing import start_sandbox
 
 TARGET_RATIO = 2.0
@@ -163,12 +164,42 @@ def main() -> int:
     print(f"minimal Django view   {minimal:9.0f} req/s")
     print(f"sandbox fetch         {fetch:9.0f} req/s")
     print(f"ratio                 {ratio:9.2f}x  ({verdict} the {TARGET_RATIO:g}x target)")
+    measures = [
+        Measure(
+            "sandbox fetch throughput",
+            f"{fetch:.0f} req/s",
+            f"minimal view {minimal:.0f} req/s",
+            ratio,
+            f"≤ {TARGET_RATIO:g} (minimal / fetch)",
+            ratio <= TARGET_RATIO,
+        )
+    ]
     if cpu["minimal"] and cpu["fetch"]:
         cpu_minimal, cpu_fetch = statistics.median(cpu["minimal"]), statistics.median(cpu["fetch"])
         print(
             f"server CPU per request: minimal {cpu_minimal:.0f} us, fetch {cpu_fetch:.0f} us "
             f"({cpu_fetch / cpu_minimal:.2f}x)"
         )
+        measures.append(
+            Measure(
+                "sandbox server CPU per fetch",
+                f"{cpu_fetch:.0f} µs",
+                f"minimal view {cpu_minimal:.0f} µs",
+                cpu_fetch / cpu_minimal,
+                "(reported)",
+                None,
+            )
+        )
+    write_section(
+        "sandbox_fetch",
+        "Sandbox fetch throughput",
+        summary=(
+            f"The standalone sandbox's fetch-transaction endpoint beside its smallest view (`/_health`), "
+            f"{args.threads} keep-alive client threads, {args.rounds} alternating rounds of "
+            f"{args.seconds:g} s per URL, medians (the ratio is minimal / fetch: lower is better)."
+        ),
+        measures=measures,
+    )
     return 1 if args.strict and ratio > TARGET_RATIO else 0
 
 

@@ -544,9 +544,11 @@ def _delete_in_batches(
             pks = list(queryset.order_by("pk").values_list("pk", flat=True)[:batch_size])
             if not pks:
                 break
-            # The first batch_size matching rows are exactly the matching rows up to the last pk: one
-            # DELETE by range, no list of thousands of parameters.
-            batch = queryset.filter(pk__lte=pks[-1])
+            # The first batch_size matching rows are exactly the matching rows between the first and
+            # the last pk: one DELETE by a closed pk range, no list of thousands of parameters. The
+            # lower bound matters: without it the planner may scan every remaining old row again in
+            # each batch, which made pruning a million rows quadratic.
+            batch = queryset.filter(pk__gte=pks[0], pk__lte=pks[-1])
             if before_delete is not None:
                 before_delete(batch)
             # QuerySet.delete() would load every row to run on_delete and signals, 100 pks per

@@ -1056,24 +1056,29 @@ def verify_callback(callback_id: int) -> ReceivedCallback:
     txn = sync_transaction(
         known, uuid=callback.transaction_uuid, community_id=community_id, source="callback"
     )
-    if callback.payment_id and txn.direct_order_id is None:
+    # An API payment's payment_id names the API payment, never a direct order: no lookup for it.
+    if callback.payment_id and txn.direct_order_id is None and txn.payment_for != "API_PAYMENT":
         _link_direct_order(txn, callback.payment_id)
 
-    with transaction.atomic():
-        callback = ReceivedCallback.objects.select_for_update().get(pk=callback_id)
-        callback.transaction = txn
-        callback.state = ReceivedCallback.PROCESSED
-        callback.processed_at = timezone.now()
-        notes = [f"service says {txn.service_status or '?'}; transaction is {txn.status}"]
-        if callback.claimed_status and callback.claimed_status != txn.service_status:
-            notes.append(f"the callback claimed {callback.claimed_status}")
-        if callback.merchant_id and callback.merchant_id != txn.community_id:
-            notes.append(f"the callback named community {callback.merchant_id}")
-        if txn.amount_mismatch:
-            notes.append("amount mismatch flagged")
-        callback.outcome = "; ".join(notes)
-        callback.error = callback.traceback = ""
-        callback.save()
+    notes = [f"service says {txn.service_status or '?'}; transaction is {txn.status}"]
+    if callback.claimed_status and callback.claimed_status != txn.service_status:
+        notes.append(f"the callback claimed {callback.claimed_status}")
+    if callback.merchant_id and callback.merchant_id != txn.community_id:
+        notes.append(f"the callback named community {callback.merchant_id}")
+    if txn.amount_mismatch:
+        notes.append("amount mismatch flagged")
+    done = {
+        "transaction": txn,
+        "state": ReceivedCallback.PROCESSED,
+        "processed_at": timezone.now(),
+        "outcome": "; ".join(notes),
+        "error": "",
+        "traceback": "",
+    }
+    # One conditional UPDATE: a concurrent run that finished first is left as it recorded.
+    ReceivedCallback.objects.filter(pk=callback_id).exclude(state=ReceivedCallback.PROCESSED).update(**done)
+    for field, value in done.items():
+        setattr(callback, field, value)
     return callback
 
 

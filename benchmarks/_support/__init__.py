@@ -1,0 +1,226 @@
+"""What the benchmarks share: Django on a temporary SQLite file, the machine's description, the result
+lines, and ``docs/performance.md`` (each benchmark replaces its own section there after a run).
+
+Not a benchmark itself: ``make bench`` runs ``benchmarks/*.py``, and this package is a directory.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import re
+import sqlite3
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PERFORMANCE_MD = REPO / "docs" / "performance.md"
+
+#: Sections of docs/performance.md, in the order of the issue's list (unknown ones go last).
+SECTION_ORDER = (
+    "callback_ingest",
+    "verification_queries",
+    "reconcile_fetch",
+    "admin_changelist",
+    "prune_api_calls",
+    "sandbox_fetch",
+)
+
+
+def files_dir() -> str | None:
+    """Where the benchmarks keep their SQLite files: ``PAYCOLLECT_BENCH_DIR``, else ``/dev/shm`` when it is
+    writable (memory-backed: the disk's flush latency, which other jobs on a shared machine move twentyfold,
+    must not decide a ratio), else the system's temporary directory."""
+    configured = os.environ.get("PAYCOLLECT_BENCH_DIR")
+    if configured:
+        return configured
+    shm = "/dev/shm"  # noqa: S108  (our own private temporary directory is created inside it)
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+
+
+def temp_workdir() -> tempfile.TemporaryDirectory[str]:
+    return tempfile.TemporaryDirectory(prefix="paycollect-bench-", dir=files_dir())
+
+
+def _filesystem(path: str) -> str:
+    """The filesystem type holding ``path`` (Linux /proc/mounts), e.g. tmpfs or ext4."""
+    try:
+        mounts = [line.split() for line in Path("/proc/mounts").read_text().splitlines()]
+    except OSError:
+        return "unknown"
+    best = max(
+        (m for m in mounts if len(m) > 2 and path.startswith(m[1])), key=lambda m: len(m[1]), default=None
+    )
+    return best[2] if best else "unknown"
+
+
+def setup_django(workdir: Path, *, db_name: str = "bench.sqlite3", migrate: bool = True) -> Path:
+    """Django (``benchmarks._support.settings``) on a SQLite file in ``workdir``; returns the file's path."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    db_path = workdir / db_name
+    os.environ["DJANGO_SETTINGS_MODULE"] = "benchmarks._support.settings"
+    os.environ["PAYCOLLECT_BENCH_DB"] = str(db_path)
+    import django
+
+    django.setup()
+    if migrate:
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0, interactive=False)
+    return db_path
+
+
+# --- the machine --------------------------------------------------------------------------------------
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _memory_gib() -> str:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    except OSError:
+        pass
+    return "unknown"
+
+
+def machine() -> dict[str, str]:
+    """CPU, cores, memory, OS, Python, Django, SQLite, load at the time of the run."""
+    import django
+
+    try:
+        load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    except OSError:
+        load = "unknown"
+    files = files_dir() or tempfile.gettempdir()
+    return {
+        "CPU": _cpu_model(),
+        "cores": str(os.cpu_count()),
+        "memory": _memory_gib(),
+        "OS": platform.platform(),
+        "Python": platform.python_version(),
+        "Django": django.get_version(),
+        "SQLite": sqlite3.sqlite_version,
+        "SQLite files in": f"{files} ({_filesystem(files)})",
+        "load average (1, 5, 15 min) at the end": load,
+    }
+
+
+def now_text() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+# --- results -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Measure:
+    """One measure beside its baseline from the same run and its target."""
+
+    name: str
+    value: str
+    baseline: str
+    ratio: float | None
+    target: str
+    ok: bool | None  # None: reported, no target
+
+    @property
+    def verdict(self) -> str:
+        return "—" if self.ok is None else ("OK" if self.ok else "MISSED")
+
+    def line(self) -> str:
+        ratio = f" ratio {self.ratio:.2f}" if self.ratio is not None else ""
+        return f"{self.name}: {self.value} ({self.baseline}){ratio} — target {self.target}: {self.verdict}"
+
+
+def print_measures(measures: Iterable[Measure]) -> None:
+    for measure in measures:
+        print(measure.line(), flush=True)
+
+
+def exit_status(measures: Iterable[Measure], strict: bool) -> int:
+    return 1 if strict and any(m.ok is False for m in measures) else 0
+
+
+# --- docs/performance.md ----------------------------------------------------------------------------------
+
+_SECTION = re.compile(r"<!-- bench:(?P<slug>[\w-]+) -->\n.*?<!-- /bench:(?P=slug) -->\n", re.DOTALL)
+
+# "orphan": the page builds without warnings before docs/index.md lists it in a toctree, and still does after.
+_HEADER = """\
+---
+orphan: true
+---
+
+# Performance
+
+Written by `make bench`: every script in `benchmarks/` replaces its own section below with the results of
+its last run (see `benchmarks/README.md` for what each one does and how to run one alone). Wall times depend
+on the machine and on whatever else runs on it, so each result is a **ratio against a baseline measured in
+the same run** (alternating rounds, medians), printed beside its target; query counts are exact. Nothing
+here is asserted by the test suite. Why a target is missed, and what would meet it, is analysed in
+`benchmarks/README.md` (profiles included).
+"""
+
+
+def _machine_block(described: dict[str, str], when: str) -> str:
+    rows = "\n".join(f"| {key} | {value} |" for key, value in described.items())
+    return (
+        f"## Machine\n\nThe machine of the last run ({when}); each section says when it was measured.\n\n"
+        f"| | |\n|---|---|\n{rows}\n"
+    )
+
+
+def _table(measures: Sequence[Measure]) -> str:
+    lines = [
+        "| Measure | Result | Baseline (same run) | Ratio | Target | |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m in measures:
+        ratio = f"{m.ratio:.2f}" if m.ratio is not None else "—"
+        verdict = "**MISSED**" if m.ok is False else m.verdict
+        lines.append(f"| {m.name} | {m.value} | {m.baseline} | {ratio} | {m.target} | {verdict} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_section(
+    slug: str,
+    title: str,
+    *,
+    summary: str,
+    measures: Sequence[Measure],
+    details: Sequence[str] = (),
+    command: str = "",
+) -> None:
+    """Replace (or add) the section ``slug`` of docs/performance.md, and refresh the machine block."""
+    described = machine()
+    when = now_text()
+    body = [f"<!-- bench:{slug} -->", f"## {title}", ""]
+    body += [f"Measured {when} by `{command or 'benchmarks/' + slug + '.py'}`. {summary}", ""]
+    body.append(_table(measures))
+    if details:
+        body += ["```text", *details, "```", ""]
+    body.append(f"<!-- /bench:{slug} -->")
+    section = "\n".join(body) + "\n"
+
+    old = PERFORMANCE_MD.read_text() if PERFORMANCE_MD.exists() else ""
+    sections = {match["slug"]: match[0] for match in _SECTION.finditer(old)}
+    sections[slug] = section
+    order = [s for s in SECTION_ORDER if s in sections] + sorted(set(sections) - set(SECTION_ORDER))
+    text = _HEADER + "\n" + _machine_block(described, when) + "\n" + "\n".join(sections[s] for s in order)
+    PERFORMANCE_MD.write_text(text)
+    print(f"(results written to {PERFORMANCE_MD.relative_to(REPO)}, section {slug!r})", flush=True)
