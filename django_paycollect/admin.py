@@ -13,7 +13,7 @@ Money records are read-only here: they change only through the service layer.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -153,6 +153,16 @@ def _pretty_json(value: Any) -> SafeString:
     if value in (None, "", [], {}):
         return format_html("{}", "—")
     return format_html("<pre>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+
+
+def json_display(field: str, description: Any) -> Callable[[Any, Any], SafeString]:
+    """A read-only admin column showing a JSON field pretty-printed (one definition for every model)."""
+
+    @admin.display(description=description)
+    def display(model_admin: Any, obj: Any) -> SafeString:
+        return _pretty_json(getattr(obj, field))
+
+    return display
 
 
 def _change_url(obj: Model) -> str:
@@ -456,13 +466,9 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
         )
         return _link(url, ngettext("%(count)d call", "%(count)d calls", count) % {"count": count})
 
-    @admin.display(description=_("last fetched object"))
-    def raw_display(self, obj: Transaction) -> SafeString:
-        return _pretty_json(obj.raw)
+    raw_display = json_display("raw", _("last fetched object"))
 
-    @admin.display(description=_("custom fields"))
-    def custom_fields_display(self, obj: Transaction) -> SafeString:
-        return _pretty_json(obj.custom_fields)
+    custom_fields_display = json_display("custom_fields", _("custom fields"))
 
     # --- actions
 
@@ -706,9 +712,7 @@ class RecurringSeriesAdmin(PayCollectAdmin[RecurringSeries]):
             reverse("admin:paycollect_transaction_change", args=[obj.parent_transaction_id]), obj.parent_uuid
         )
 
-    @admin.display(description=_("as the service last said"))
-    def raw_display(self, obj: RecurringSeries) -> SafeString:
-        return _pretty_json(obj.raw)
+    raw_display = json_display("raw", _("as the service last said"))
 
     def has_cancel_permission(self, request: HttpRequest) -> bool:
         return self._has_perm(request, "cancel_recurringseries")
@@ -832,17 +836,11 @@ class DirectOrderAdmin(PayCollectAdmin[DirectOrder]):
     def payment_link_display(self, obj: DirectOrder) -> SafeString | str:
         return _external_link(obj.payment_link) if obj.payment_link else "—"
 
-    @admin.display(description=_("custom field definitions"))
-    def custom_fields_display(self, obj: DirectOrder) -> SafeString:
-        return _pretty_json(obj.custom_fields)
+    custom_fields_display = json_display("custom_fields", _("custom field definitions"))
 
-    @admin.display(description=_("tags"))
-    def tags_display(self, obj: DirectOrder) -> SafeString:
-        return _pretty_json(obj.tags)
+    tags_display = json_display("tags", _("tags"))
 
-    @admin.display(description=_("service's answer"))
-    def raw_display(self, obj: DirectOrder) -> SafeString:
-        return _pretty_json(obj.raw)
+    raw_display = json_display("raw", _("service's answer"))
 
     # The order is created on the service, never inside changeform_view's atomic block.
     @transaction.non_atomic_requests
@@ -1034,17 +1032,13 @@ class ApiCallAdmin(PayCollectAdmin[ApiCall]):
         "previous",
     )
 
-    @admin.display(description=_("request body (secrets removed, personal data masked)"))
-    def request_body_display(self, obj: ApiCall) -> SafeString:
-        return _pretty_json(obj.request_body)
+    request_body_display = json_display(
+        "request_body", _("request body (secrets removed, personal data masked)")
+    )
 
-    @admin.display(description=_("data"))
-    def data_display(self, obj: ApiCall) -> SafeString:
-        return _pretty_json(obj.data)
+    data_display = json_display("data", _("data"))
 
-    @admin.display(description=_("errors"))
-    def errors_display(self, obj: ApiCall) -> SafeString:
-        return _pretty_json(obj.errors)
+    errors_display = json_display("errors", _("errors"))
 
     @admin.display(description=_("concerns"))
     def related_links(self, obj: ApiCall) -> SafeString | str:
@@ -1131,9 +1125,7 @@ class StatisticsSnapshotAdmin(PayCollectAdmin[StatisticsSnapshot]):
         "raw_display",
     )
 
-    @admin.display(description=_("as the service answered"))
-    def raw_display(self, obj: StatisticsSnapshot) -> SafeString:
-        return _pretty_json(obj.raw)
+    raw_display = json_display("raw", _("as the service answered"))
 
 
 # --- received callbacks --------------------------------------------------------------------------------
@@ -1261,9 +1253,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
         url = reverse("admin:paycollect_receivedcallback_change", args=[obj.duplicate_of_id])
         return _link(url, gettext("callback #%(pk)s") % {"pk": obj.duplicate_of_id})
 
-    @admin.display(description=_("headers"))
-    def headers_display(self, obj: ReceivedCallback) -> SafeString:
-        return _pretty_json(obj.headers)
+    headers_display = json_display("headers", _("headers"))
 
     @admin.display(description=_("body"))
     def body_display(self, obj: ReceivedCallback) -> SafeString:
@@ -1273,9 +1263,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
         except (ValueError, RecursionError):
             return format_html("<pre>{}</pre>", obj.body or "—")
 
-    @admin.display(description=_("custom fields"))
-    def custom_fields_display(self, obj: ReceivedCallback) -> SafeString:
-        return _pretty_json(obj.custom_fields)
+    custom_fields_display = json_display("custom_fields", _("custom fields"))
 
     @admin.display(description=_("traceback"))
     def traceback_display(self, obj: ReceivedCallback) -> SafeString:
