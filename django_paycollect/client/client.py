@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import email.utils
 import logging
+import os
 import random
 import re
 import time
@@ -30,6 +31,8 @@ from .money import dumps_json, to_piasters
 from .types import (
     DEFAULT_CURRENCY,
     DEFAULT_PAY_USING,
+    KNOWN_PAYMENT_FOR,
+    Amount,
     BillingData,
     CommunityCreated,
     CustomFieldDefinition,
@@ -284,6 +287,7 @@ class PayCollectClient:
         json_body: Mapping[str, Any] | None = None,
         query: Mapping[str, str] | None = None,
         form: Mapping[str, str] | None = None,
+        recorded_form: Mapping[str, Any] | None = None,
         logo: Logo | None = None,
         method: str | None = None,
     ) -> Envelope[T]:
@@ -295,7 +299,8 @@ class PayCollectClient:
         )
         headers = self._headers(op)
         body: Any = json_body if json_body is not None else form
-        recorded_body = _without_secrets(body)
+        # A form field holding JSON text (bank settings) is recorded from its object, secrets masked.
+        recorded_body = _without_secrets(recorded_form if recorded_form is not None else body)
         if logo is not None:
             recorded_body = {**(recorded_body or {}), "logo": f"<{logo.filename}, {len(logo.content)} bytes>"}
         data: bytes | Mapping[str, str] | None = None
@@ -416,14 +421,18 @@ class PayCollectClient:
         currency: str | None = None,
         selected_payment_method: str | None = None,
     ) -> Envelope[PreparedAmount]:
-        """Compute the total with the service's fees for a base amount (EGP and card when not given)."""
+        """Compute the total with the service's fees for a base amount (EGP and card when not given).
+
+        ``currency`` and ``selected_payment_method`` are matched case-insensitively (``" egp"`` is sent
+        as ``EGP``, ``"Card"`` as ``card``).
+        """
         check = Checker()
         body = _compact(
             {
                 "community_id": check.text("community_id", community_id),
                 "amount": check.amount("amount", amount),
                 "currency": check.currency("currency", currency),
-                "selected_payment_method": check.text(
+                "selected_payment_method": check.payment_method(
                     "selected_payment_method", selected_payment_method, required=False
                 ),
             }
@@ -435,12 +444,13 @@ class PayCollectClient:
         self,
         *,
         community_id: str,
-        amount: Decimal | int | str,
+        amount: Decimal | int | str | None = None,
         original_amount: Decimal | int | str,
         variable_amount_id: int,
         billing_data: BillingData | Mapping[str, str],
         currency: str = DEFAULT_CURRENCY,
         pay_using: str = DEFAULT_PAY_USING,
+        amount_piasters: int | None = None,
         membership_id: str | None = None,
         is_recurring: bool | None = None,
         expiry_date: Any = None,
@@ -452,13 +462,18 @@ class PayCollectClient:
         """Start a payment for an API payment; the customer completes it at ``result.iframe_url``.
 
         ``amount`` is what is charged (the prepared total when fees are added in the bill);
-        ``original_amount`` the cost without fees. For ``pay_using="kiosk"`` the result carries
-        the bill reference. Never retried once sent: after :class:`OutcomeUnknownError` find the
-        transaction by its callback or by reconciliation, do not pay again.
+        ``original_amount`` the cost without fees. ``amount_piasters`` (an int, as the spec's kiosk
+        example carries it) may stand in for ``amount``, or come with it when both agree.
+        ``billing_data`` is :class:`BillingData` or the spec's object ``{"name", "email",
+        "phone_number"}``; ``custom_fields`` a list of :class:`CustomFieldValue` or of the spec's
+        ``{"field_label", "field_value"}``. ``currency`` and ``pay_using`` are matched
+        case-insensitively. For ``pay_using="kiosk"`` the result carries the bill reference.
+        Never retried once sent: after :class:`OutcomeUnknownError` find the transaction by its
+        callback or by reconciliation, do not pay again.
         """
         check = Checker()
-        charged = check.amount("amount", amount)
-        pay_using_value = check.text("pay_using", pay_using)
+        charged, piasters = check.charged_amount(amount, amount_piasters)
+        pay_using_value = check.payment_method("pay_using", pay_using)
         body = _compact(
             {
                 "community_id": check.text("community_id", community_id),
@@ -476,7 +491,7 @@ class PayCollectClient:
             }
         )
         check.done()
-        if pay_using_value == "kiosk" and charged is not None:
+        if (pay_using_value == "kiosk" or piasters is not None) and charged is not None:
             # The spec's kiosk example carries amount_piasters; which field is authoritative is not
             # shown, so both are sent, computed from the same Decimal.
             body["amount_piasters"] = to_piasters(charged)
@@ -539,7 +554,7 @@ class PayCollectClient:
             "phone_number": check.phone("phone_number", phone_number),
             "amount": check.amount("amount", amount),
             "currency": check.currency("currency", currency) if currency else check.text("currency", None),
-            "payment_for": check.text("payment_for", payment_for),
+            "payment_for": check.name_of("payment_for", payment_for, KNOWN_PAYMENT_FOR),
             # The spec types this one as a string, unlike Pay's integer.
             "variable_amount_id": check.identifier("variable_amount_id", variable_amount_id),
         }
@@ -555,7 +570,7 @@ class PayCollectClient:
         self,
         *,
         name: str,
-        logo: Logo | tuple[str, bytes] | Any,
+        logo: Logo | tuple[Any, ...] | bytes | str | os.PathLike[str] | Any,
         app_modules: Sequence[str] | str | None = None,
         registered_name: str | None = None,
         address: str | None = None,
@@ -565,40 +580,49 @@ class PayCollectClient:
         kiosk_processor: str | None = None,
         wallet_processor: str | None = None,
         redirect_successful_only: str | None = None,
+        order_description: str | None = None,
+        allowed_cards: Any = None,
         extra_fields: Mapping[str, Any] | None = None,
     ) -> Envelope[CommunityCreated]:
         """Create a community (multipart/form-data with the png or jpg logo).
 
-        ``extra_fields`` passes fields whose rules the spec does not show (order_description,
-        allowed_cards, bank settings) as given; secret ones are never recorded.
+        ``logo`` is a :class:`Logo`, bytes, a binary file object, a path, or a requests-style tuple
+        ``(filename, bytes or file object[, content_type])``. ``app_modules`` and
+        ``payment_methods`` are lists or the spec's comma-separated text (``"event, service"``),
+        matched case-insensitively and sent in the spec's spelling (``Event,Service``).
+        ``order_description``, ``allowed_cards`` and ``extra_fields`` (the bank settings, under the
+        bank's key) are fields whose rules the spec does not show: text is sent as given, objects
+        and lists as JSON text; secret ones are never recorded.
         """
         check = Checker()
-        form = _compact(
-            {
-                "name": check.text("name", name),
-                "app_modules": check.app_modules(app_modules),
-                "registered_name": check.text("registered_name", registered_name, required=False),
-                "address": check.text("address", address, required=False),
-                "email": check.email("email", email, required=False),
-                "phone": check.phone("phone", phone, required=False),
-                # Network names are placeholders in the spec and configuration here: not checked.
-                "payment_methods": check.names_from("payment_methods", payment_methods, None),
-                "kiosk_processor": check.text("kiosk_processor", kiosk_processor, required=False),
-                "wallet_processor": check.text("wallet_processor", wallet_processor, required=False),
-                "redirect_successful_only": check.text(
-                    "redirect_successful_only", redirect_successful_only, required=False
-                ),
-            }
-        )
-        for key, value in dict(extra_fields or {}).items():
-            if isinstance(value, str):
-                form.setdefault(key, value)
-            else:
-                check.fail(key, "Extra fields are sent as form text.")
+        given: dict[str, Any] = {
+            "name": check.text("name", name),
+            "app_modules": check.app_modules(app_modules),
+            "registered_name": check.text("registered_name", registered_name, required=False),
+            "address": check.text("address", address, required=False),
+            "email": check.email("email", email, required=False),
+            "phone": check.phone("phone", phone, required=False),
+            "payment_methods": check.community_payment_methods(payment_methods),
+            "kiosk_processor": check.text("kiosk_processor", kiosk_processor, required=False),
+            "wallet_processor": check.text("wallet_processor", wallet_processor, required=False),
+            "redirect_successful_only": check.text(
+                "redirect_successful_only", redirect_successful_only, required=False
+            ),
+        }
+        unshown = {"order_description": order_description, "allowed_cards": allowed_cards}
+        for key, value in {**dict(extra_fields or {}), **_compact(unshown)}.items():
+            if value is not None and given.get(key) is None:
+                given[key] = value  # the checked fields above are never overridden
+        given = _compact(given)
+        form = {key: check.form_value(key, value) or "" for key, value in given.items()}
         checked_logo = check.logo(logo)
         check.done()
         return self._call(
-            OPERATIONS["create_community"], CommunityCreated.from_data, form=form, logo=checked_logo
+            OPERATIONS["create_community"],
+            CommunityCreated.from_data,
+            form=form,
+            recorded_form=given,
+            logo=checked_logo,
         )
 
     def dashboard_statistics(self, *, community_id: str) -> Envelope[DashboardStatistics]:
@@ -618,13 +642,13 @@ class PayCollectClient:
         *,
         name: str,
         community_id: str,
-        amount: Decimal | int | str,
-        payment_methods: Sequence[str],
+        amount: Amount | Mapping[str, Any] | Decimal | int | str,
+        payment_methods: Sequence[str] | str,
         customer_name: str,
         customer_email: str,
         customer_mobile: str,
-        currency: str = DEFAULT_CURRENCY,
-        discount_amount: Decimal | int | str | None = None,
+        currency: str | None = None,
+        discount_amount: Amount | Mapping[str, Any] | Decimal | int | str | None = None,
         discount_currency: str | None = None,
         allow_recurring_payments: bool | None = None,
         expiry_date: Any = None,
@@ -644,34 +668,37 @@ class PayCollectClient:
     ) -> Envelope[DirectOrderCreated]:
         """Create a payable order; the customer pays at ``result.payment_link``.
 
-        ``amount`` and ``discount_amount`` are sent as ``{"amount": ..., "currency": ...}``
-        objects; the discount's currency is the order's unless ``discount_currency`` says
-        otherwise. Never retried once sent.
+        ``amount`` and ``discount_amount`` are the spec's objects, ``{"amount": ..., "currency":
+        ...}`` (or :class:`Amount`), or, our convenience form, bare amounts with ``currency`` and
+        ``discount_currency`` apart. Either way they are sent as objects; the order's currency is
+        EGP when none is given, the discount's is the order's. ``payment_methods`` is a list (or
+        comma-separated text) matched case-insensitively; ``custom_fields`` are
+        :class:`CustomFieldDefinition` or the spec's objects, ``tags`` :class:`Tag` or ``{"id",
+        "name"}``. Never retried once sent.
         """
         check = Checker()
-        charged = check.amount("amount.amount", amount)
-        order_currency = check.currency("amount.currency", currency)
-        discount = check.amount("discount_amount.amount", discount_amount, required=False)
-        if charged is not None and discount is not None and discount >= charged:
+        charged = check.amount_object(
+            "amount", amount, currency, default_currency=DEFAULT_CURRENCY, required=True
+        )
+        discount = check.amount_object(
+            "discount_amount",
+            discount_amount,
+            discount_currency,
+            default_currency=charged["currency"] if charged else None,
+            required=False,
+        )
+        if charged is not None and discount is not None and discount["amount"] >= charged["amount"]:
             check.fail("discount_amount.amount", "Must be less than the amount.")
         body = _compact(
             {
                 "name": check.text("name", name),
                 "community_id": check.text("community_id", community_id),
-                "amount": {"amount": charged, "currency": order_currency},
-                "payment_methods": check.payment_methods("payment_methods", payment_methods)
-                or check.text("payment_methods", None),
+                "amount": charged,
+                "payment_methods": check.payment_methods("payment_methods", payment_methods),
                 "customer_name": check.person_name("customer_name", customer_name),
                 "customer_email": check.email("customer_email", customer_email),
                 "customer_mobile": check.phone("customer_mobile", customer_mobile),
-                "discount_amount": (
-                    {
-                        "amount": discount,
-                        "currency": check.currency("discount_amount.currency", discount_currency or currency),
-                    }
-                    if discount is not None
-                    else None
-                ),
+                "discount_amount": discount,
                 **check.recurring(
                     "allow_recurring_payments",
                     allow_recurring_payments,

@@ -15,14 +15,19 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, ClassVar, Self
 
-from .money import MoneyError, parse_amount
+from .money import MoneyError, from_piasters, loads_json, parse_amount
 
 __all__ = [
+    "APP_MODULES",
+    "COMMUNITY_PAYMENT_METHODS",
     "CURRENCIES",
     "CUSTOM_FIELD_TYPES",
     "DEFAULT_CURRENCY",
     "DEFAULT_PAY_USING",
+    "KNOWN_PAYMENT_FOR",
+    "KNOWN_PAY_USING",
     "KNOWN_TRANSACTION_STATUSES",
+    "Amount",
     "BillingData",
     "CommunityCreated",
     "CustomFieldDefinition",
@@ -38,6 +43,7 @@ __all__ = [
     "Tag",
     "Transaction",
     "TransactionStatus",
+    "custom_fields_from",
 ]
 
 #: Currencies the spec lists; EGP is the default and the currency fees are computed in.
@@ -48,6 +54,13 @@ DEFAULT_PAY_USING = "card"
 CUSTOM_FIELD_TYPES = ("TEXT", "NUMBER", "CHECKBOX", "DROPDOWNLIST")
 #: App modules a community may enable (create community).
 APP_MODULES = ("Service", "Bill", "Event", "Product", "Training", "Sport", "Course")
+#: ``pay_using`` values the spec spells out; the others are network names, which are placeholders in
+#: the spec (your configuration), so they are sent as given.
+KNOWN_PAY_USING = ("card", "kiosk")
+#: ``payment_for`` values the spec shows (others are sent as given).
+KNOWN_PAYMENT_FOR = ("API_PAYMENT", "EVENT", "BILL")
+#: Payment methods of create community the spec spells out (the others are network placeholders).
+COMMUNITY_PAYMENT_METHODS = ("Card", "Kiosk")
 
 
 class TransactionStatus:
@@ -66,6 +79,19 @@ KNOWN_TRANSACTION_STATUSES = (
 
 
 # --- inputs -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Amount:
+    """An amount with its currency, as Direct order sends ``amount`` and ``discount_amount``:
+    ``{"amount": ..., "currency": ...}``. A plain mapping of the same two keys works as well.
+
+    Without a currency, ``amount`` is in the ``currency`` given beside it (else EGP) and
+    ``discount_amount`` in the order's currency.
+    """
+
+    amount: Decimal | int | str
+    currency: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +134,11 @@ class Tag:
 
 @dataclass(frozen=True)
 class Logo:
-    """A community logo for create community: png or jpg content."""
+    """A community logo for create community: png or jpg content (judged by the content, not the name).
+
+    ``create_community(logo=...)`` also takes a binary file object, bytes, a path, or a
+    requests-style tuple ``(filename, bytes or file object[, content_type])``.
+    """
 
     filename: str
     content: bytes = field(repr=False)
@@ -178,6 +208,40 @@ def _mapping(value: Any) -> Mapping[str, Any] | None:
     return value if isinstance(value, Mapping) else None
 
 
+def _message(data: Mapping[str, Any]) -> str | None:
+    """``message`` as the spec names it, else ``details`` (what some of the service's answers carry)."""
+    message = _text(data.get("message"))
+    return message if message is not None else _text(data.get("details"))
+
+
+def custom_fields_from(value: Any) -> dict[str, Any] | None:
+    """``{label: value}`` from a transaction's ``custom_fields_json``, whichever shape it came in.
+
+    The spec says an object (``{"Seats": 2}``); the service's SDK fixtures show the list Pay sends
+    (``[{"field_label": "Seats", "field_value": 2}]``); JSON text of either is read too. Anything else
+    (an item without a text label, a label given twice, another type) is None: the raw value is
+    kept beside it, never guessed at.
+    """
+    if isinstance(value, str):
+        try:
+            value = loads_json(value)
+        except (ValueError, RecursionError):
+            return None
+        if isinstance(value, str):
+            return None
+    if isinstance(value, Mapping):
+        return {str(label): item for label, item in value.items()}
+    if not isinstance(value, list):
+        return None
+    fields: dict[str, Any] = {}
+    for item in value:
+        label = item.get("field_label") if isinstance(item, Mapping) else None
+        if not isinstance(label, str) or label in fields:
+            return None
+        fields[label] = item.get("field_value")
+    return fields
+
+
 @dataclass(frozen=True)
 class _Result:
     """Base of typed results: ``extra`` holds every field of ``data`` the spec does not name."""
@@ -194,18 +258,31 @@ class _Result:
 
 @dataclass(frozen=True)
 class PreparedAmount(_Result):
-    """Prepare amount: the total with service fees, to be used as ``amount`` in Pay."""
+    """Prepare amount: the total with service fees, to be used as ``amount`` in Pay.
+
+    ``total_amount`` is derived from ``total_amount_piasters`` when that is all the answer carries
+    (an older form of this answer).
+    """
 
     total_amount: Decimal | None
     total_amount_currency: str | None
+    total_amount_piasters: int | None = None
 
-    KNOWN = ("total_amount", "total_amount_currency")
+    KNOWN = ("total_amount", "total_amount_currency", "total_amount_piasters")
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Self:
+        total = _amount(data.get("total_amount"))
+        piasters = _integer(data.get("total_amount_piasters"))
+        if total is None and piasters is not None:
+            try:
+                total = from_piasters(piasters)
+            except MoneyError:
+                total = None
         return cls(
-            total_amount=_amount(data.get("total_amount")),
+            total_amount=total,
             total_amount_currency=_text(data.get("total_amount_currency")),
+            total_amount_piasters=piasters,
             extra=cls._extra(data),
         )
 
@@ -215,7 +292,8 @@ class PaymentStarted(_Result):
     """Pay: where the customer completes the payment, and the transaction it created.
 
     For kiosk payments ``message`` and ``bill_reference`` are set (the service spells the key
-    ``bill_refrence``; the correctly spelled ``bill_reference`` is accepted too).
+    ``bill_refrence``; the correctly spelled ``bill_reference`` is accepted too). ``message`` is read
+    from ``details`` when the answer has no ``message``.
     """
 
     iframe_url: str | None
@@ -235,7 +313,7 @@ class PaymentStarted(_Result):
             transaction_id=_integer(data.get("transaction_id")),
             transaction_uuid=_text(data.get("transaction_uuid")),
             transaction_status=_text(data.get("transaction_status")),
-            message=_text(data.get("message")),
+            message=_message(data),
             bill_reference=_text(reference),
             extra=cls._extra(data, "bill_refrence", "bill_reference"),
         )
@@ -279,7 +357,12 @@ class RecurringInfo(_Result):
 
 @dataclass(frozen=True)
 class Transaction(_Result):
-    """Fetch transaction. ``status`` is the service's text, whatever it is."""
+    """Fetch transaction. ``status`` is the service's text, whatever it is.
+
+    ``custom_fields_json`` is ``{label: value}`` whether the service sent the spec's object or a list
+    of ``{field_label, field_value}`` (see :func:`custom_fields_from`); ``custom_fields_json_raw`` is
+    the value exactly as received.
+    """
 
     id: int | None
     uuid: str | None
@@ -294,6 +377,7 @@ class Transaction(_Result):
     quantity: Any = None
     custom_fields_json: Mapping[str, Any] | None = None
     recurring: RecurringInfo | None = None
+    custom_fields_json_raw: Any = None
 
     KNOWN = (
         "id",
@@ -328,15 +412,21 @@ class Transaction(_Result):
             member_id=_text(data.get("member_id")),
             payment_for=_text(data.get("payment_for")),
             quantity=data.get("quantity"),
-            custom_fields_json=_mapping(data.get("custom_fields_json")),
+            custom_fields_json=custom_fields_from(data.get("custom_fields_json")),
             recurring=RecurringInfo.from_data(recurring) if recurring is not None else None,
+            custom_fields_json_raw=data.get("custom_fields_json"),
             extra=cls._extra(data),
         )
 
 
 @dataclass(frozen=True)
 class OperationMessage(_Result):
-    """Capture, refund and cancel recurring: the service's confirmation text."""
+    """Capture, refund and cancel recurring: the service's confirmation text.
+
+    The spec names it ``data.message``; cancel recurring answers ``data.details`` in the service's
+    documentation, so ``message`` is read from ``details`` when there is no ``message`` (``details``
+    stays in ``extra`` as well).
+    """
 
     message: str | None
 
@@ -344,7 +434,7 @@ class OperationMessage(_Result):
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Self:
-        return cls(message=_text(data.get("message")), extra=cls._extra(data))
+        return cls(message=_message(data), extra=cls._extra(data))
 
 
 @dataclass(frozen=True)
@@ -425,6 +515,6 @@ class DirectOrderCreated(_Result):
             merchant_id=_text(data.get("merchant_id")),
             payment_id=_text(data.get("payment_id")),
             payment_link=_text(data.get("payment_link")),
-            message=_text(data.get("message")),
+            message=_message(data),
             extra=cls._extra(data),
         )

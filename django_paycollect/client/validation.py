@@ -5,22 +5,30 @@ decimals, a first and a last name, phone numbers with a country code, whole posi
 counts, dates, recurring fields given together, png or jpg logos. Every problem of a call is
 collected and raised together as one :class:`~django_paycollect.client.errors.ValidationError`
 with ``sent=False``.
+
+Arguments are read in the spec's own shapes (nested objects as mappings) as well as our typed
+values, and the spec's lists and names are matched as the service matches them: case-insensitively,
+spaces trimmed. What is sent is always the spec's shape and spelling.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 from .errors import ValidationError
-from .money import MoneyError, parse_amount, to_piasters
+from .money import MoneyError, dumps_json, from_piasters, parse_amount, to_piasters
 from .types import (
     APP_MODULES,
+    COMMUNITY_PAYMENT_METHODS,
     CURRENCIES,
     CUSTOM_FIELD_TYPES,
+    KNOWN_PAY_USING,
+    Amount,
     BillingData,
     CustomFieldDefinition,
     CustomFieldValue,
@@ -35,6 +43,15 @@ _PHONE_FORMATTING = re.compile(r"[\s\-().]")
 _E164 = re.compile(r"^\+[1-9]\d{6,14}$")
 _PNG = b"\x89PNG\r\n\x1a\n"
 _JPEG = b"\xff\xd8\xff"
+
+
+def spelled(name: str, known: Sequence[str]) -> str | None:
+    """``name`` in the spelling of ``known`` when it matches one case-insensitively, else None."""
+    folded = name.strip().casefold()
+    for candidate in known:
+        if candidate.casefold() == folded:
+            return candidate
+    return None
 
 
 def normalise_phone(value: str) -> str:
@@ -104,12 +121,87 @@ class Checker:
         return pct
 
     def currency(self, path: str, value: Any) -> str | None:
+        """A currency of the spec's list, in any case and with spaces around: sent as ``EGP``."""
         if value is None:
             return None
-        if value not in CURRENCIES:
+        code = spelled(value, CURRENCIES) if isinstance(value, str) else None
+        if code is None:
             self.fail(path, f"Must be one of {', '.join(CURRENCIES)}.")
+        return code
+
+    def name_of(self, path: str, value: Any, known: Sequence[str], *, required: bool = True) -> str | None:
+        """A name the spec spells out in ``known`` (matched case-insensitively, sent in its spelling) or
+        another one, sent as given, trimmed: the spec's lists of such names are open or hold
+        placeholders (network names are your configuration)."""
+        name = self.text(path, value, required=required)
+        if name is None:
             return None
-        return str(value)
+        return spelled(name, known) or name
+
+    def payment_method(self, path: str, value: Any, *, required: bool = True) -> str | None:
+        """``pay_using`` or ``selected_payment_method``: ``card`` and ``kiosk`` in any case are sent as
+        the spec spells them; other names (network names, placeholders in the spec) as given."""
+        return self.name_of(path, value, KNOWN_PAY_USING, required=required)
+
+    def amount_object(
+        self, path: str, value: Any, currency: Any, *, default_currency: str | None, required: bool
+    ) -> dict[str, Any] | None:
+        """Direct order's ``amount`` or ``discount_amount``: ``{"amount": Decimal, "currency": "EGP"}``.
+
+        ``value`` is the spec's object (a mapping of ``amount`` and ``currency``, or an
+        :class:`~django_paycollect.client.Amount`) or, our convenience form, the bare amount with its
+        currency given apart as ``currency``. Without a currency anywhere, ``default_currency``.
+        """
+        if value is None:
+            if required:
+                self.fail(f"{path}.amount", "This field is required.")
+            return None
+        given: Any = None
+        raw: Any
+        if isinstance(value, Amount):
+            raw, given = value.amount, value.currency
+        elif isinstance(value, Mapping):
+            unknown = sorted(str(key) for key in value if key not in ("amount", "currency"))
+            if unknown:
+                self.fail(
+                    path, f"Unknown key(s): {', '.join(unknown)}. An amount object has amount and currency."
+                )
+            raw, given = value.get("amount"), value.get("currency")
+            if raw is None:
+                self.fail(f"{path}.amount", "This field is required.")
+                return None
+        else:
+            raw = value
+        amount = self.amount(f"{path}.amount", raw)
+        inside = self.currency(f"{path}.currency", given) if given is not None else None
+        apart = self.currency(f"{path}.currency", currency) if currency is not None else None
+        if (given is not None and inside is None) or (currency is not None and apart is None):
+            return None
+        if inside is not None and apart is not None and inside != apart:
+            self.fail(f"{path}.currency", f"Given twice: {inside} in the object, {apart} apart.")
+            return None
+        code = inside or apart or default_currency
+        if amount is None or code is None:
+            return None
+        return {"amount": amount, "currency": code}
+
+    def charged_amount(self, amount: Any, piasters: Any) -> tuple[Decimal | None, int | None]:
+        """Pay's ``amount``, or the ``amount_piasters`` the spec's kiosk example carries in its place.
+
+        Returns (amount, piasters given or None). Given both, they must agree to the piaster.
+        """
+        if piasters is None:
+            return self.amount("amount", amount), None
+        if isinstance(piasters, bool) or not isinstance(piasters, int) or piasters <= 0:
+            self.fail("amount_piasters", "Must be a whole number of piasters greater than zero.")
+            return (self.amount("amount", amount) if amount is not None else None), None
+        if amount is None:
+            return from_piasters(piasters), piasters
+        charged = self.amount("amount", amount)
+        if charged is not None and to_piasters(charged) != piasters:
+            self.fail("amount_piasters", f"Does not match amount ({to_piasters(charged)} piasters).")
+            return None, None
+        return charged, piasters
 
     def person_name(self, path: str, value: Any) -> str | None:
         name = self.text(path, value)
@@ -268,14 +360,17 @@ class Checker:
                 self.fail(path, "Must be CustomFieldDefinition(field_label, field_type, ...).")
                 continue
             definition: dict[str, Any] = {"field_label": self.text(f"{path}.field_label", item.field_label)}
-            if item.field_type not in CUSTOM_FIELD_TYPES:
+            field_type = (
+                spelled(item.field_type, CUSTOM_FIELD_TYPES) if isinstance(item.field_type, str) else None
+            )
+            if field_type is None:
                 self.fail(f"{path}.field_type", f"Must be one of {', '.join(CUSTOM_FIELD_TYPES)}.")
-            definition["field_type"] = item.field_type
+            definition["field_type"] = field_type
             required = self.boolean(f"{path}.required", item.required)
             if required is not None:
                 definition["required"] = required
             choices = item.field_choices
-            if item.field_type == "DROPDOWNLIST":
+            if field_type == "DROPDOWNLIST":
                 if isinstance(choices, str):
                     choices = [c.strip() for c in choices.split(",")]
                 if not isinstance(choices, Sequence) or not [c for c in choices if str(c).strip()]:
@@ -310,53 +405,133 @@ class Checker:
             )
         return out
 
-    def names_from(self, path: str, value: Any, allowed: Sequence[str] | None) -> str | None:
-        """A list (or the spec's comma-separated text) of names, sent comma-separated."""
+    def names(self, path: str, value: Any, known: Sequence[str], *, only_known: bool) -> list[str] | None:
+        """A list of names, or the spec's comma-separated text of them.
+
+        Names are trimmed and matched with ``known`` case-insensitively, then written as ``known``
+        spells them; repeats are dropped. With ``only_known`` any other name is refused; without it,
+        other names (network names: placeholders in the spec, your configuration) are kept as given.
+        """
         if value is None:
             return None
-        items = value.split(",") if isinstance(value, str) else value
-        if isinstance(items, (bytes, Mapping)) or not isinstance(items, Sequence):
-            self.fail(path, "Must be a list of names.")
+        if isinstance(value, str):
+            items: Sequence[Any] = [item for item in value.split(",") if item.strip()]
+        elif isinstance(value, (bytes, bytearray, Mapping)) or not isinstance(value, Sequence):
+            self.fail(path, "Must be a list of names or comma-separated text.")
             return None
-        names = [str(item).strip() for item in items if str(item).strip()]
+        else:
+            items = value
+        if any(not isinstance(item, str) or not item.strip() for item in items):
+            self.fail(path, "Each name must be a non-empty string.")
+            return None
+        names: list[str] = []
+        unknown: list[str] = []
+        for item in items:
+            name = spelled(item, known)
+            if name is None:
+                unknown.append(item.strip())
+                name = item.strip()
+            if name not in names:
+                names.append(name)
         if not names:
             self.fail(path, "Must name at least one.")
             return None
-        if allowed is not None:
-            unknown = [n for n in names if n not in allowed]
-            if unknown:
-                self.fail(path, f"Unknown: {', '.join(unknown)}. Allowed: {', '.join(allowed)}.")
-                return None
-        return ",".join(names)
+        if only_known and unknown:
+            self.fail(path, f"Unknown: {', '.join(unknown)}. Allowed: {', '.join(known)}.")
+            return None
+        return names
 
     def app_modules(self, value: Any) -> str | None:
-        return self.names_from("app_modules", value, APP_MODULES)
+        """Create community's ``app_modules``: sent as comma-separated text (``Service,Event``)."""
+        modules = self.names("app_modules", value, APP_MODULES, only_known=True)
+        return ",".join(modules) if modules is not None else None
+
+    def community_payment_methods(self, value: Any) -> str | None:
+        """Create community's ``payment_methods``: ``Card`` and ``Kiosk`` as the spec spells them, network
+        names as given; sent as comma-separated text."""
+        methods = self.names("payment_methods", value, COMMUNITY_PAYMENT_METHODS, only_known=False)
+        return ",".join(methods) if methods is not None else None
 
     def payment_methods(self, path: str, value: Any) -> list[str] | None:
-        items = self._items(path, value)
-        methods = [m.strip() for m in items if isinstance(m, str) and m.strip()]
-        if value is not None and (not methods or len(methods) != len(items)):
-            self.fail(path, "Must be a non-empty list of payment method names.")
+        """Direct order's ``payment_methods`` (case-insensitive at the service): sent as an array, ``card``
+        and ``kiosk`` spelled as in ``pay_using``, other names as given."""
+        if value is None:
+            self.fail(path, "This field is required.")
             return None
-        return methods or None
+        return self.names(path, value, KNOWN_PAY_USING, only_known=False)
+
+    def form_value(self, path: str, value: Any) -> str | None:
+        """A create-community field whose rules the spec does not show, as multipart form text:
+        text as given, booleans ``true``/``false``, numbers as digits, objects and lists as JSON."""
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return value
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, int):
+            return str(value)
+        if isinstance(value, Decimal) and value.is_finite():
+            return format(value, "f")
+        if isinstance(value, (Mapping, list, tuple)):
+            try:
+                return dumps_json(value)
+            except (MoneyError, TypeError, ValueError, RecursionError):
+                pass
+        self.fail(
+            path, "Must be text, a whole number, a Decimal, a boolean, or a JSON object or list of those."
+        )
+        return None
 
     def logo(self, value: Any) -> Logo | None:
+        """A png or jpg logo from a :class:`Logo`, bytes, a binary file object, a path, or a requests-style
+        tuple ``(filename, bytes or file object[, content_type[, headers]])``. Judged by its content."""
         if value is None:
             self.fail("logo", "This field is required.")
             return None
-        if isinstance(value, tuple) and len(value) in (2, 3):
-            value = Logo(*value)
-        elif hasattr(value, "read"):
-            content = value.read()
-            value = Logo(getattr(value, "name", "logo") or "logo", content)
-        if not isinstance(value, Logo) or not isinstance(value.content, bytes):
-            self.fail("logo", "Must be Logo(filename, content), a (filename, bytes) tuple or a binary file.")
+        name: Any = None
+        content_type: Any = None
+        content: Any
+        if isinstance(value, Logo):
+            name, content, content_type = value.filename, value.content, value.content_type
+        elif isinstance(value, tuple) and len(value) in (2, 3, 4):
+            name, content = value[0], value[1]
+            content_type = value[2] if len(value) > 2 else None
+        elif isinstance(value, (str, os.PathLike)):
+            try:
+                with open(value, "rb") as handle:
+                    content = handle.read()
+            except OSError as exc:
+                self.fail("logo", f"Cannot read the file {os.fspath(value)!r}: {exc.strerror or exc}.")
+                return None
+            name = os.fspath(value)
+        else:
+            content = value
+        if hasattr(content, "read"):
+            if name is None:
+                name = getattr(content, "name", None)  # an int for a file opened from a descriptor
+                name = name if isinstance(name, (str, os.PathLike)) else None
+            content = content.read()
+            if isinstance(content, str):
+                self.fail("logo", "Open the file in binary mode ('rb').")
+                return None
+        if isinstance(content, (bytearray, memoryview)):
+            content = bytes(content)
+        if not isinstance(content, bytes) or not (name is None or isinstance(name, (str, os.PathLike))):
+            self.fail(
+                "logo",
+                "Must be Logo(filename, content), bytes, a binary file, a path, "
+                "or a (filename, bytes or file[, content_type]) tuple.",
+            )
             return None
-        if value.content.startswith(_PNG):
-            kind = "image/png"
-        elif value.content.startswith(_JPEG):
-            kind = "image/jpeg"
+        if content.startswith(_PNG):
+            kind, extension = "image/png", "png"
+        elif content.startswith(_JPEG):
+            kind, extension = "image/jpeg", "jpg"
         else:
             self.fail("logo", "Must be a png or jpg image.")
             return None
-        return Logo(value.filename.rsplit("/", 1)[-1] or "logo", value.content, value.content_type or kind)
+        filename = os.path.basename(os.fspath(name)) if name else ""
+        if content_type is not None and not isinstance(content_type, str):
+            content_type = None
+        return Logo(filename or f"logo.{extension}", content, content_type or kind)

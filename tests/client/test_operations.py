@@ -631,11 +631,11 @@ def test_create_community_reads_a_binary_file_object(client, rsps, tmp_path):
     assert got.result.extra == {"community_id": "new-1"}
 
 
-def test_create_community_reads_an_in_memory_file_without_a_name(client, rsps):
+def test_create_community_names_an_in_memory_file_without_a_name_after_its_content(client, rsps):
     rsps.post(COMMUNITY_URL, json=envelope({}))
     client.create_community(name="Cairo Runners", logo=io.BytesIO(PNG))
     parts = parse_multipart(only_call(rsps).request)
-    assert parts["logo"].filename == "logo"
+    assert parts["logo"].filename == "logo.png"  # named after its content
     assert parts["logo"].content == PNG
 
 
@@ -755,7 +755,10 @@ def test_create_direct_order_sends_amount_objects_tags_and_custom_field_definiti
         "name": "Gym membership",
         "community_id": COMMUNITY,
         "amount": {"amount": Decimal("250.00"), "currency": "EGP"},
-        "payment_methods": ["card", "Kiosk"],
+        "payment_methods": [
+            "card",
+            "kiosk",
+        ],  # case-insensitive at the service; sent as pay_using spells them
         "customer_name": PAYER_NAME,
         "customer_email": PAYER_EMAIL,
         "customer_mobile": PHONE,

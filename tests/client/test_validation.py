@@ -90,7 +90,7 @@ def refused(rsps: Any, call: Any) -> dict[str, list[str]]:
 # --- currencies ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("currency", ["XYZ", "egp", "", "EGP ", 1])
+@pytest.mark.parametrize("currency", ["XYZ", "", " ", "E GP", 1, b"EGP"])
 def test_pay_currency_must_be_in_the_list(client, rsps, currency):
     errors = refused(rsps, lambda: client.pay(**pay_kwargs(currency=currency)))
     assert errors == {"currency": ["Must be one of EGP, USD, EUR, SAR, AED, GBP."]}
@@ -437,7 +437,7 @@ def test_tags_must_be_a_list(client, rsps):
     }
 
 
-@pytest.mark.parametrize("methods", [[], ["card", ""], ["card", 3], "card"])
+@pytest.mark.parametrize("methods", [[], ["card", ""], ["card", 3], " , ", b"card", {"card": True}])
 def test_payment_methods_must_be_a_non_empty_list_of_names(client, rsps, methods):
     errors = refused(rsps, lambda: client.create_direct_order(**order_kwargs(payment_methods=methods)))
     assert "payment_methods" in errors
@@ -490,12 +490,32 @@ def test_logo_must_be_png_or_jpg_content(client, rsps, logo):
     assert errors == {"logo": ["Must be a png or jpg image."]}
 
 
-@pytest.mark.parametrize("logo", [b"\x89PNG...", "logo.png", ("logo.png", "text not bytes"), 42, ("a",)])
-def test_logo_must_be_a_logo_tuple_or_file(client, rsps, logo):
+@pytest.mark.parametrize(
+    "logo",
+    [("logo.png", "text not bytes"), 42, ("a",), (7, PNG), ("l.png", PNG, "image/png", {}, "x"), [PNG]],
+)
+def test_logo_must_be_a_logo_bytes_a_file_a_path_or_a_tuple(client, rsps, logo):
     errors = refused(rsps, lambda: client.create_community(name="Club", logo=logo))
     assert errors == {
-        "logo": ["Must be Logo(filename, content), a (filename, bytes) tuple or a binary file."]
+        "logo": [
+            "Must be Logo(filename, content), bytes, a binary file, a path, "
+            "or a (filename, bytes or file[, content_type]) tuple."
+        ]
     }
+
+
+def test_a_logo_path_that_cannot_be_read_is_named(client, rsps, tmp_path):
+    missing = tmp_path / "logo.png"
+    errors = refused(rsps, lambda: client.create_community(name="Club", logo=str(missing)))
+    assert errors == {"logo": [f"Cannot read the file {str(missing)!r}: No such file or directory."]}
+
+
+def test_a_logo_opened_in_text_mode_is_refused(client, rsps, tmp_path):
+    path = tmp_path / "logo.png"
+    path.write_bytes(PNG)
+    with path.open(encoding="latin-1") as handle:
+        errors = refused(rsps, lambda: client.create_community(name="Club", logo=handle))
+    assert errors == {"logo": ["Open the file in binary mode ('rb')."]}
 
 
 def test_logo_is_required(client, rsps):
@@ -511,11 +531,13 @@ def test_logo_is_required(client, rsps):
             ["Service", "Gym"],
             "Unknown: Gym. Allowed: Service, Bill, Event, Product, Training, Sport, Course.",
         ),
-        ("service", "Unknown: service. Allowed: Service, Bill, Event, Product, Training, Sport, Course."),
+        ("service, gym", "Unknown: gym. Allowed: Service, Bill, Event, Product, Training, Sport, Course."),
         ([], "Must name at least one."),
         (" , ", "Must name at least one."),
-        ({"Service": True}, "Must be a list of names."),
-        (7, "Must be a list of names."),
+        (["Service", ""], "Each name must be a non-empty string."),
+        (["Service", 3], "Each name must be a non-empty string."),
+        ({"Service": True}, "Must be a list of names or comma-separated text."),
+        (7, "Must be a list of names or comma-separated text."),
     ],
 )
 def test_app_modules_come_from_the_spec_list(client, rsps, modules, message):
@@ -525,19 +547,17 @@ def test_app_modules_come_from_the_spec_list(client, rsps, modules, message):
     assert errors == {"app_modules": [message]}
 
 
-def test_community_extra_fields_must_be_text(client, rsps):
+def test_community_extra_fields_must_be_text_numbers_booleans_or_json(client, rsps):
     errors = refused(
         rsps,
         lambda: client.create_community(
             name="Club",
             logo=("l.jpg", JPEG),
-            extra_fields={"allowed_cards": ["card-scheme-a"], "settings": {"a": 1}},
+            extra_fields={"allowed_cards": {"card-scheme-a"}, "settings": {"fee": 1.5}, "rate": 0.5},
         ),
     )
-    assert errors == {
-        "allowed_cards": ["Extra fields are sent as form text."],
-        "settings": ["Extra fields are sent as form text."],
-    }
+    message = ["Must be text, a whole number, a Decimal, a boolean, or a JSON object or list of those."]
+    assert errors == {"allowed_cards": message, "settings": message, "rate": message}
 
 
 def test_community_extra_fields_never_override_checked_fields(client, rsps):
