@@ -469,6 +469,7 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
     raw_display = json_display("raw", _("last fetched object"))
 
     custom_fields_display = json_display("custom_fields", _("custom fields"))
+    hint_errors_display = json_display("hint_errors", _("malformed hints (stored as not sent)"))
 
     # --- actions
 
@@ -1146,6 +1147,21 @@ class CallbackValidityFilter(admin.SimpleListFilter):
         return queryset
 
 
+class MalformedHintsFilter(admin.SimpleListFilter):
+    title = _("malformed hints")
+    parameter_name = "malformed_hints"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [("yes", _("Yes (stored as not sent)")), ("no", _("No"))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "yes":
+            return queryset.exclude(hint_errors={})
+        if self.value() == "no":
+            return queryset.filter(hint_errors={})
+        return queryset
+
+
 @admin.register(ReceivedCallback)
 class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
     """Every callback POST as it arrived (read-only). What it claims is shown apart from what
@@ -1165,6 +1181,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
     list_filter = (
         "state",
         CallbackValidityFilter,
+        MalformedHintsFilter,
         "claimed_status",
         ("received_at", admin.DateFieldListFilter),
         "token_index",
@@ -1175,6 +1192,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
         "body",
         "headers",
         "custom_fields",
+        "hint_errors",
         "message",
         "outcome",
         "error",
@@ -1214,6 +1232,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
                     "parent_transaction",
                     "message",
                     "custom_fields_display",
+                    "hint_errors_display",
                 )
             },
         ),
@@ -1264,6 +1283,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
             return format_html("<pre>{}</pre>", obj.body or "—")
 
     custom_fields_display = json_display("custom_fields", _("custom fields"))
+    hint_errors_display = json_display("hint_errors", _("malformed hints (stored as not sent)"))
 
     @admin.display(description=_("traceback"))
     def traceback_display(self, obj: ReceivedCallback) -> SafeString:

@@ -5,6 +5,9 @@ verified by ``tasks.process_callback`` after the commit: the task fetches the tr
 service and applies what the service says, never what the body claims. Redeliveries of the same
 (transaction uuid, claimed status) are stored as duplicates and not verified again (unless the
 original never was, or its verification found the transaction still open; see ``_verify_again``).
+Only ``transaction_uuid`` (or a ``transaction_id`` holding the uuid) decides what to fetch. Every other
+field is a hint: a malformed one never refuses the callback; it is stored as not sent and named in
+``hint_errors``, which flags the callback in the admin.
 
 A browser return is never trusted either: its uuid only says which transaction to look at, and
 only a status is ever shown to the visitor.
@@ -292,12 +295,17 @@ def _read_and_parse(request: HttpRequest) -> tuple[str, dict[str, Any]]:
 
     secret_problem, document, text = _check_secret(document, text)
     serializer = CallbackBodySerializer(data=document)
-    claims = _scrub_all(_claims(serializer.validated_data, document)) if serializer.is_valid() else {}
+    valid = serializer.is_valid()
+    hints = getattr(serializer, "hint_errors", {})
+    claims = _scrub_all(_claims(serializer.validated_data, document, hints)) if valid else {}
     if secret_problem:
         # The claims are kept (when well formed) so the admin shows what the forgery pretended.
         raise _Refused(403, secret_problem, body=text, claims=claims)
     if not claims:
-        raise _Refused(400, "wrong fields: " + _flatten(serializer.errors), body=text)
+        reason = "wrong fields: " + _flatten(serializer.errors)
+        if hints:
+            reason += "; also malformed: " + _flatten(hints)
+        raise _Refused(400, reason, body=text, claims={"hint_errors": _scrub_all(hints)})
     return text, claims
 
 
@@ -352,7 +360,9 @@ def _flatten(errors: Any, prefix: str = "") -> str:
     return f"{prefix.rstrip('.')}: {errors}" if prefix else str(errors)
 
 
-def _claims(data: Mapping[str, Any], document: Mapping[str, Any]) -> dict[str, Any]:
+def _claims(data: Mapping[str, Any], document: Mapping[str, Any], hints: Mapping[str, Any]) -> dict[str, Any]:
+    """What the body claims, for the record. Only the uuid is used (to fetch); a malformed hint is stored as
+    not sent and named in ``hint_errors``, which flags the callback in the admin."""
     recurring = data.get("recurring") or {}
     return {
         "transaction_uuid": data["transaction_uuid"],
@@ -368,6 +378,7 @@ def _claims(data: Mapping[str, Any], document: Mapping[str, Any]) -> dict[str, A
         # Custom fields are the keys the spec does not name, labels as sent (spaces and all).
         # Decimals become text so the JSON column keeps them exactly.
         "custom_fields": {k: json_safe(v) for k, v in document.items() if k not in CALLBACK_FIELDS},
+        "hint_errors": dict(hints),
     }
 
 

@@ -149,7 +149,8 @@ class Transaction(models.Model):
     ]
 
     uuid = models.CharField(_("transaction uuid"), max_length=64, unique=True, null=True, blank=True)
-    service_id = models.BigIntegerField(_("service's transaction id"), null=True, blank=True)
+    # Indexed: a browser return may name a transaction by this id alone.
+    service_id = models.BigIntegerField(_("service's transaction id"), null=True, blank=True, db_index=True)
     community_id = models.CharField(_("community id"), max_length=100, db_index=True)
     status = models.CharField(_("status"), max_length=16, choices=STATUS_CHOICES, default=NEW, db_index=True)
     service_status = models.CharField(_("status reported by the service"), max_length=64, blank=True)
@@ -540,6 +541,8 @@ class ReceivedCallback(models.Model):
     parent_transaction = models.CharField(max_length=64, blank=True)
     message = models.TextField(blank=True)
     custom_fields = models.JSONField(default=dict, blank=True)
+    #: Hints the body sent malformed, ``{"recurring.parent_transaction": [messages]}``: stored as not sent.
+    hint_errors = models.JSONField(_("malformed hints"), default=dict, blank=True)
     #: "<uuid>|<claimed status>" on the first delivery only; a unique index makes redeliveries duplicates.
     dedupe_key = models.CharField(max_length=200, null=True, blank=True, unique=True)
     duplicate_of = models.ForeignKey(

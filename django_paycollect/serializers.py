@@ -9,9 +9,9 @@ between the client and the forms, admin and API that feed the service layer.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 from rest_framework import serializers
 
@@ -217,21 +217,78 @@ class TransactionIdField(serializers.Field):  # type: ignore[type-arg]
         return value
 
 
-class RecurringClaimSerializer(serializers.Serializer[dict[str, Any]]):
+def error_messages(detail: Any, prefix: str = "") -> dict[str, list[str]]:
+    """DRF's error detail as ``{"dotted.path": [messages]}``."""
+    out: dict[str, list[str]] = {}
+    if isinstance(detail, Mapping):
+        for key, value in detail.items():
+            name = "" if key == "non_field_errors" else str(key)
+            path = f"{prefix}.{name}" if prefix and name else (prefix or name)
+            for inner, messages in error_messages(value, path).items():
+                out.setdefault(inner, []).extend(messages)
+    elif isinstance(detail, list):
+        for item in detail:
+            for inner, messages in error_messages(item, prefix).items():
+                out.setdefault(inner, []).extend(messages)
+    else:
+        out.setdefault(prefix, []).append(str(detail))
+    return out
+
+
+class HintsSerializer(serializers.Serializer[dict[str, Any]]):
+    """A serializer whose fields are hints, except ``strict_fields``: a malformed hint is read as if it
+    had not been sent, and its errors are kept in ``hint_errors`` (dotted paths, nested hints
+    included) instead of making the whole input invalid."""
+
+    strict_fields: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hint_errors: dict[str, list[str]] = {}
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        self.hint_errors = {}
+        if isinstance(data, Mapping):
+            kept = dict(data)
+            for name, hint in self.fields.items():
+                if name in self.strict_fields or name not in data:
+                    continue
+                if isinstance(hint, HintsSerializer):
+                    hint.hint_errors = {}  # run_validation skips to_internal_value for a null
+                try:
+                    hint.run_validation(data[name])
+                except serializers.ValidationError as exc:
+                    self.hint_errors.update(error_messages(exc.detail, name))
+                    del kept[name]
+                else:
+                    if isinstance(hint, HintsSerializer):
+                        self.hint_errors.update(error_messages(hint.hint_errors, name))
+            data = kept
+        value: dict[str, Any] = super().to_internal_value(data)
+        return value
+
+
+class RecurringClaimSerializer(HintsSerializer):
     is_sub_payment = serializers.BooleanField(required=False, allow_null=True, default=None)
     parent_transaction = TransactionUuidField(required=False, allow_null=True, allow_blank=True, default="")
 
 
-class CallbackBodySerializer(serializers.Serializer[dict[str, Any]]):
-    """The claims of a callback body, tolerant of the spec's variants, strict about types.
+class CallbackBodySerializer(HintsSerializer):
+    """The claims of a callback body, tolerant of the spec's variants.
 
-    Amounts are numbers or decimal text (JSON numbers must be parsed as Decimal); ``member_id``
-    null or text; ``recurring`` an object. Custom fields (any other key) are not read here.
+    Only ``transaction_uuid`` and ``transaction_id`` say which transaction to fetch: a uuid that is not one,
+    or two naming different transactions, make the body invalid. Every other field is a hint that is
+    never applied (verification fetches the transaction): a malformed one is stored as not sent and named
+    in ``hint_errors``, and the callback is kept and verified all the same. Amounts are numbers or decimal
+    text (JSON numbers must be parsed as Decimal); ``member_id`` null or text; ``recurring`` an object.
+    Custom fields (any other key) are not read here.
     """
+
+    strict_fields = ("transaction_uuid",)
 
     transaction_uuid = TransactionUuidField(required=False, allow_blank=True, default="")
     transaction_id = TransactionIdField(required=False, allow_null=True, default=None)
-    transaction_status = serializers.CharField(max_length=64)
+    transaction_status = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     total_amount = serializers.DecimalField(
         max_digits=14, decimal_places=2, required=False, allow_null=True, default=None, coerce_to_string=False
     )
@@ -253,6 +310,9 @@ class CallbackBodySerializer(serializers.Serializer[dict[str, Any]]):
                 {"transaction_uuid": ["Required (or a transaction_id holding the uuid)."]}
             )
         attrs["transaction_uuid"] = uuid
+        if not attrs.get("transaction_status") and "transaction_status" not in self.hint_errors:
+            # Every callback the spec shows says a status: one without is noted, and still verified.
+            self.hint_errors["transaction_status"] = ["No status was sent."]
         return attrs
 
 

@@ -1067,6 +1067,8 @@ def verify_callback(callback_id: int) -> ReceivedCallback:
         notes.append(f"the callback named community {callback.merchant_id}")
     if txn.amount_mismatch:
         notes.append("amount mismatch flagged")
+    if callback.hint_errors:
+        notes.append(f"malformed hints set aside: {', '.join(sorted(callback.hint_errors))}")
     done = {
         "transaction": txn,
         "state": ReceivedCallback.PROCESSED,

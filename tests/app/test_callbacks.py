@@ -418,26 +418,15 @@ WRONG = [
     ({"transaction_uuid": None}, "transaction_uuid"),
     ({"transaction_uuid": "not-a-uuid"}, "transaction_uuid: Not a transaction uuid."),
     ({"transaction_uuid": 12345}, "transaction_uuid"),
-    ({"transaction_status": None}, "transaction_status"),
-    ({"transaction_status": ["SUCCESSFUL"]}, "transaction_status"),
-    ({"total_amount": "a lot"}, "total_amount"),
-    ({"total_amount": True}, "total_amount"),
-    ({"total_amount": Decimal("100.005")}, "total_amount"),
-    ({"total_amount_piasters": Decimal("100.5")}, "total_amount_piasters"),
-    ({"total_amount_piasters": False}, "total_amount_piasters"),
-    ({"member_id": {"id": 1}}, "member_id"),
-    ({"merchant_id": ["x"]}, "merchant_id"),
-    ({"recurring": "yes"}, "recurring"),
-    ({"recurring": {"is_sub_payment": "perhaps"}}, "recurring.is_sub_payment"),
-    ({"recurring": {"parent_transaction": 7}}, "recurring.parent_transaction"),
     ({"transaction_id": "3f1c2a9e-0000-4c6e-9f0a-1b2c3d4e5f60"}, "transaction_id: Names another"),
-    ({"transaction_id": {"uuid": UUID}}, "transaction_id"),
 ]
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(("change", "named"), WRONG, ids=[str(c) for c, _ in WRONG])
-def test_wrong_types_answer_400_and_are_stored_invalid_with_the_field_named(client, no_worker, change, named):
+def test_a_wrong_transaction_uuid_answers_400_and_is_stored_invalid_with_the_field_named(
+    client, no_worker, change, named
+):
     response = post(client, body_for(**change))
     assert response.status_code == 400, response.content
     callback = ReceivedCallback.objects.get()
@@ -445,6 +434,137 @@ def test_wrong_types_answer_400_and_are_stored_invalid_with_the_field_named(clie
     assert named in callback.invalid_reason
     assert callback.dedupe_key is None
     no_worker.assert_not_called()
+
+
+#: Malformed hints: (change, the hint named, the stored field and what it holds: as if not sent).
+MALFORMED_HINTS = [
+    ({"transaction_status": None}, "transaction_status", "claimed_status", ""),
+    ({"transaction_status": ["SUCCESSFUL"]}, "transaction_status", "claimed_status", ""),
+    ({"transaction_status": "S" * 65}, "transaction_status", "claimed_status", ""),
+    ({"total_amount": "a lot"}, "total_amount", "total_amount", None),
+    ({"total_amount": True}, "total_amount", "total_amount", None),
+    ({"total_amount": Decimal("100.005")}, "total_amount", "total_amount", None),
+    ({"total_amount_piasters": Decimal("100.5")}, "total_amount_piasters", "total_amount_piasters", None),
+    ({"total_amount_piasters": False}, "total_amount_piasters", "total_amount_piasters", None),
+    ({"member_id": {"id": 1}}, "member_id", "member_id", ""),
+    ({"payment_id": [7]}, "payment_id", "payment_id", ""),
+    ({"merchant_id": ["x"]}, "merchant_id", "merchant_id", ""),
+    ({"message": {"text": "paid"}}, "message", "message", ""),
+    ({"recurring": "yes"}, "recurring", "parent_transaction", ""),
+    ({"recurring": {"is_sub_payment": "perhaps"}}, "recurring.is_sub_payment", "is_sub_payment", None),
+    ({"recurring": {"parent_transaction": 7}}, "recurring.parent_transaction", "parent_transaction", ""),
+    # The service's documentation example: letters beyond f in its "uuid".
+    (
+        {"recurring": {"is_sub_payment": True, "parent_transaction": "a1b2c3d4-e5f6-g7h8-i9j0-k1l2m3n4o5p6"}},
+        "recurring.parent_transaction",
+        "parent_transaction",
+        "",
+    ),
+    ({"transaction_id": {"uuid": UUID}}, "transaction_id", "transaction_uuid", UUID),
+    ({"transaction_id": True}, "transaction_id", "transaction_uuid", UUID),
+]
+
+
+@committed
+@pytest.mark.parametrize(
+    ("change", "hint", "stored_as", "value"), MALFORMED_HINTS, ids=[str(c) for c, *_ in MALFORMED_HINTS]
+)
+def test_a_malformed_hint_never_refuses_the_callback_it_is_stored_as_not_sent_and_flagged(
+    client, no_worker, change, hint, stored_as, value
+):
+    response = post(client, body_for(**change))
+
+    assert response.status_code == 200, response.content
+    assert response.json() == {"received": True}
+    callback = ReceivedCallback.objects.get()
+    assert callback.state == ReceivedCallback.QUEUED
+    assert callback.transaction_uuid == UUID  # what decides the fetch
+    assert set(callback.hint_errors) == {hint}
+    assert all(isinstance(m, str) and m for m in callback.hint_errors[hint])
+    assert getattr(callback, stored_as) == value
+    # The other hints are kept as they came, and the body is stored whole.
+    if hint != "merchant_id":
+        assert callback.merchant_id == "community-1"
+    assert json.loads(callback.body) == json.loads(dumps(body_for(**change)))
+    assert callback.dedupe_key == callbacks.dedupe_key(UUID, callback.claimed_status)
+    no_worker.assert_called_once_with(callback.pk)
+
+
+@pytest.mark.django_db
+def test_a_recurring_hint_keeps_its_well_formed_half(client, no_worker):
+    body = body_for(recurring={"is_sub_payment": True, "parent_transaction": "sub_8f2c"})
+    assert post(client, body).status_code == 200
+    callback = ReceivedCallback.objects.get()
+    assert callback.is_sub_payment is True
+    assert callback.parent_transaction == ""
+    assert callback.hint_errors == {"recurring.parent_transaction": ["Not a transaction uuid."]}
+
+
+@pytest.mark.django_db
+def test_a_callback_without_a_status_is_kept_and_noted(client, no_worker):
+    body = body_for()
+    del body["transaction_status"]
+    assert post(client, body).status_code == 200
+    callback = ReceivedCallback.objects.get()
+    assert callback.claimed_status == ""
+    assert callback.hint_errors == {"transaction_status": ["No status was sent."]}
+    assert callback.dedupe_key == f"{UUID}|"
+
+
+@pytest.mark.django_db
+def test_a_refused_callback_names_its_malformed_hints_too(client, no_worker):
+    body = body_for(transaction_id=["x"], total_amount="a lot")
+    del body["transaction_uuid"]
+    assert post(client, body).status_code == 400
+    callback = ReceivedCallback.objects.get()
+    assert "Required (or a transaction_id holding the uuid)" in callback.invalid_reason
+    assert "also malformed" in callback.invalid_reason
+    assert set(callback.hint_errors) == {"transaction_id", "total_amount"}
+
+
+@live
+def test_a_renewal_whose_callback_names_a_malformed_parent_joins_the_series_the_service_names(
+    client, paycollect_live, recurring_transaction, signal_log
+):
+    sb = paycollect_live
+    (renewal_uuid,) = sb.control.advance_clock(30)  # its own callback goes to the sandbox's demo merchant
+    body = body_for(
+        renewal_uuid,
+        total_amount=Decimal("50.00"),
+        total_amount_piasters=5000,
+        merchant_id=sb.community_id,
+        recurring={"is_sub_payment": True, "parent_transaction": "a1b2c3d4-e5f6-g7h8-i9j0-k1l2m3n4o5p6"},
+    )
+
+    assert post(client, body).status_code == 200
+
+    callback = ReceivedCallback.objects.get(transaction_uuid=renewal_uuid)
+    assert callback.state == ReceivedCallback.PROCESSED, callback.error
+    assert "malformed hints set aside: recurring.parent_transaction" in callback.outcome
+    renewal = Transaction.objects.get(uuid=renewal_uuid)
+    assert renewal.status == Transaction.SUCCESSFUL
+    assert renewal.series == RecurringSeries.objects.get(parent_uuid=recurring_transaction.uuid)
+    assert renewal.parent_uuid == recurring_transaction.uuid
+    assert signal_log.count("recurring_charge_succeeded") == 1
+
+
+@live
+def test_a_renewal_whose_callback_names_another_parent_joins_the_series_the_service_names(
+    client, paycollect_live, recurring_transaction
+):
+    sb = paycollect_live
+    (renewal_uuid,) = sb.control.advance_clock(30)
+    body = body_for(
+        renewal_uuid,
+        merchant_id=sb.community_id,
+        recurring={"is_sub_payment": True, "parent_transaction": UUID},
+    )
+
+    assert post(client, body).status_code == 200
+
+    renewal = Transaction.objects.get(uuid=renewal_uuid)
+    assert renewal.parent_uuid == recurring_transaction.uuid
+    assert not RecurringSeries.objects.filter(parent_uuid=UUID).exists()
 
 
 @pytest.mark.django_db
@@ -930,3 +1050,26 @@ def test_the_admin_filters_by_state_and_validity_and_searches_by_uuid(client, dj
     nested = ReceivedCallback.objects.create(state=ReceivedCallback.INVALID, body="[" * 30_000 + "]" * 30_000)
     assert client.get(f"{ADMIN}{nested.pk}/change/").status_code == 200
     assert client.get(f"{ADMIN}add/").status_code == 403
+
+
+@pytest.mark.django_db
+def test_the_admin_lists_and_shows_callbacks_with_malformed_hints(client, django_user_model, no_worker):
+    body = body_for(
+        recurring={"is_sub_payment": True, "parent_transaction": "a1b2c3d4-e5f6-g7h8-i9j0-k1l2m3n4o5p6"}
+    )
+    assert post(client, body).status_code == 200
+    flagged = ReceivedCallback.objects.get()
+    clean = stored_callback(UUID.replace("3f", "4f"), ReceivedCallback.PROCESSED)
+    client.force_login(staff(django_user_model, "view_receivedcallback"))
+
+    def shown(query: str) -> set[int]:
+        response = client.get(f"{ADMIN}?{query}")
+        assert response.status_code == 200
+        return {obj.pk for obj in response.context["cl"].result_list}
+
+    assert shown("malformed_hints=yes") == {flagged.pk}
+    assert shown("malformed_hints=no") == {clean.pk}
+    page = client.get(f"{ADMIN}{flagged.pk}/change/").content.decode()
+    assert "malformed hints (stored as not sent)" in page.lower()
+    assert "recurring.parent_transaction" in page
+    assert "Not a transaction uuid." in page

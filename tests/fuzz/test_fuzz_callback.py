@@ -191,7 +191,9 @@ def check(request: Request, response: Any, ledger: Ledger, delay: mock.MagicMock
     if status == 200:
         assert row.state in (ReceivedCallback.QUEUED, ReceivedCallback.DUPLICATE)
         assert looks_like_uuid(row.transaction_uuid)
-        assert row.claimed_status
+        # A status that is missing or malformed is a hint set aside, never a refusal.
+        assert row.claimed_status or "transaction_status" in row.hint_errors
+        assert all(isinstance(m, str) for messages in row.hint_errors.values() for m in messages)
         key = callbacks.dedupe_key(row.transaction_uuid, row.claimed_status)
         if row.state == ReceivedCallback.QUEUED:
             assert row.dedupe_key == key
