@@ -599,6 +599,22 @@ def verified_status(uuid: str) -> str:
     return public_status(txn)
 
 
+def uuid_for_service_id(service_id: int) -> str | None:
+    """The uuid of the one transaction of ours whose service id (Pay's ``transaction_id``, a fetched
+    ``id``) is ``service_id``; None when there is none, or more than one (ids of several environments).
+
+    For the browser return that names a transaction by this id alone. The id is a pointer into what we
+    stored, never trusted further: the status still comes from a fetch, and an id we did not store is
+    not looked up at the service.
+    """
+    uuids = list(
+        Transaction.objects.filter(service_id=service_id, uuid__isnull=False).values_list("uuid", flat=True)[
+            :2
+        ]
+    )
+    return uuids[0] if len(uuids) == 1 else None
+
+
 def _may_fetch(uuid: str) -> bool:
     interval = float(STATUS_SYNC_INTERVAL)
     if interval <= 0:

@@ -316,13 +316,25 @@ class CallbackBodySerializer(HintsSerializer):
         return attrs
 
 
+_SERVICE_ID_TEXT = re.compile(r"[0-9]{1,18}")
+
+
+def service_id_of(value: Any) -> int | None:
+    """The service's numeric transaction id in ``value`` (ASCII digits, above zero), or None."""
+    text = value.strip() if isinstance(value, str) else ""
+    if not _SERVICE_ID_TEXT.fullmatch(text):
+        return None
+    return int(text) or None
+
+
 class ReturnParametersSerializer(serializers.Serializer[dict[str, Any]]):
     """Query parameters of a browser return: the Pay set, the Direct order set, or the spec's variant
-    with ``member_id`` and a ``transaction_id``.
+    with ``member_id`` and a ``transaction_id`` (holding a uuid, or the service's numeric id).
 
-    Only the uuid is used (to find the transaction, which is then fetched); amounts and status are
-    kept as text for the log, so a malformed claim never stops a customer's return. Custom fields of
-    a direct order are further parameters and are not read.
+    Only the uuid, or else the numeric id (``service_id``), is used: to find our transaction, which is
+    then fetched. Amounts, status and member id are kept as text for the log, so a malformed claim
+    never stops a customer's return. Custom fields of a direct order are further parameters and are
+    not read.
     """
 
     transaction_uuid = TransactionUuidField(required=False, allow_blank=True, default="")
@@ -336,4 +348,5 @@ class ReturnParametersSerializer(serializers.Serializer[dict[str, Any]]):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         attrs["transaction_uuid"] = claimed_uuid(attrs)
+        attrs["service_id"] = None if attrs["transaction_uuid"] else service_id_of(attrs["transaction_id"])
         return attrs

@@ -9,6 +9,7 @@ back with something else, and no database transaction stays open across a call t
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -71,26 +72,46 @@ def callback(request: HttpRequest, token: str) -> HttpResponse:
 # --- browser returns ---------------------------------------------------------------------------------
 
 
-def _uuid_of(query: QueryDict) -> str:
-    """The transaction uuid of a return's query (``transaction_uuid``, or ``transaction_id`` holding one).
+@dataclass(frozen=True)
+class _Reference:
+    """Which transaction a return names: by uuid, or by the service's numeric id (``transaction_id``
+    alone, the spec's unresolved variant). ``param`` is how the visitor named it, and the only thing
+    passed on (to the destination and the waiting page)."""
 
-    Nothing else in the query is used: amounts, status, member id and custom fields are claims.
-    A numeric ``transaction_id`` alone is refused: ids are sequential, so accepting one would let
-    anyone read the status of other customers' payments by counting.
+    uuid: str
+    param: tuple[str, str]
+
+    def status(self) -> str:
+        return callbacks.verified_status(self.uuid) if self.uuid else callbacks.PUBLIC_PENDING
+
+
+def _reference_of(query: QueryDict) -> _Reference | None:
+    """The transaction a return's query names, or None when it names none usably.
+
+    ``transaction_uuid``, or a ``transaction_id`` holding a uuid; else a numeric ``transaction_id``,
+    resolved to our transaction by the service id we stored (an id we did not store reads as pending,
+    and is not looked up at the service). Nothing else in the query is used: amounts, status, member id
+    and custom fields are claims.
     """
     serializer = ReturnParametersSerializer(data=query.dict())
     if not serializer.is_valid():
-        return ""
+        return None
     uuid: str = serializer.validated_data["transaction_uuid"]
-    return uuid
+    if uuid:
+        return _Reference(uuid, ("transaction_uuid", uuid))
+    service_id: int | None = serializer.validated_data["service_id"]
+    if service_id is None:
+        return None
+    return _Reference(callbacks.uuid_for_service_id(service_id) or "", ("transaction_id", str(service_id)))
 
 
-def _destination(key: str, uuid: str) -> str:
-    """SUCCESS_URL or FAILURE_URL (a path, URL or URL name) with ``transaction_uuid`` appended.
+def _destination(key: str, reference: _Reference | None) -> str:
+    """SUCCESS_URL or FAILURE_URL (a path, URL or URL name) with the visitor's identifier appended.
 
-    Only the uuid the visitor brought is added, so the destination learns which payment it is about
-    and the visitor learns nothing new; the merchant's page must check that the payment belongs to
-    the visitor (session, login) before showing anything about it.
+    Only what the visitor brought is added (``transaction_uuid``, or ``transaction_id`` for a return that
+    named the transaction by its numeric id), so the destination learns which payment it is about and the
+    visitor learns nothing new; the merchant's page must check that the payment belongs to the visitor
+    (session, login) before showing anything about it.
     """
     configured = getattr(paycollect_settings, key) or "/"
     try:
@@ -98,10 +119,10 @@ def _destination(key: str, uuid: str) -> str:
     except NoReverseMatch:
         logger.error("PAYCOLLECT['%s'] = %r is neither a URL nor a URL name", key, configured)
         url = "/"
-    if not uuid:
+    if reference is None:
         return url
     parts = urlsplit(url)
-    query = [*parse_qsl(parts.query, keep_blank_values=True), ("transaction_uuid", uuid)]
+    query = [*parse_qsl(parts.query, keep_blank_values=True), reference.param]
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), parts.fragment))
 
 
@@ -116,31 +137,32 @@ def browser_return(request: HttpRequest) -> HttpResponse:
     or down) a waiting page polls :func:`return_status`; after ``MAX_WAIT_SECONDS`` it says the
     payment is not confirmed yet, never that it failed (the customer might pay twice).
     """
-    uuid = _uuid_of(request.GET)
-    if not uuid:
-        logger.info("browser return without a usable transaction uuid")
-        return HttpResponseRedirect(_destination("FAILURE_URL", ""))
-    status = callbacks.verified_status(uuid)
+    reference = _reference_of(request.GET)
+    if reference is None:
+        logger.info("browser return without a usable transaction uuid or id")
+        return HttpResponseRedirect(_destination("FAILURE_URL", None))
+    status = reference.status()
     if status == callbacks.PUBLIC_SUCCESSFUL:
-        return HttpResponseRedirect(_destination("SUCCESS_URL", uuid))
+        return HttpResponseRedirect(_destination("SUCCESS_URL", reference))
     if status == callbacks.PUBLIC_FAILED:
-        return HttpResponseRedirect(_destination("FAILURE_URL", uuid))
+        return HttpResponseRedirect(_destination("FAILURE_URL", reference))
     try:
         waited = max(0, int(request.GET.get("wait", "0")))
     except ValueError:
         waited = 0
-    return _waiting_page(request, uuid, waited)
+    return _waiting_page(request, reference, waited)
 
 
-def _waiting_page(request: HttpRequest, uuid: str, waited: int) -> HttpResponse:
+def _waiting_page(request: HttpRequest, reference: _Reference, waited: int) -> HttpResponse:
     namespace = request.resolver_match.namespace if request.resolver_match else None
     return_url = reverse("paycollect:return", current_app=namespace)
     status_url = reverse("paycollect:return_status", current_app=namespace)
+    named = dict([reference.param])
     context: dict[str, Any] = {
         "unconfirmed": waited >= MAX_REFRESHES,
-        "status_url": f"{status_url}?{urlencode({'transaction_uuid': uuid})}",
-        "check_url": f"{return_url}?{urlencode({'transaction_uuid': uuid, 'wait': waited + 1})}",
-        "retry_url": f"{return_url}?{urlencode({'transaction_uuid': uuid})}",
+        "status_url": f"{status_url}?{urlencode(named)}",
+        "check_url": f"{return_url}?{urlencode({**named, 'wait': waited + 1})}",
+        "retry_url": f"{return_url}?{urlencode(named)}",
         "refresh_seconds": REFRESH_SECONDS,
         "poll_ms": POLL_MS,
         "max_wait_ms": MAX_WAIT_SECONDS * 1000,
@@ -148,7 +170,7 @@ def _waiting_page(request: HttpRequest, uuid: str, waited: int) -> HttpResponse:
         "csp_nonce": getattr(request, "csp_nonce", ""),
     }
     response = render(request, "paycollect/return_waiting.html", context)
-    # The page's URL holds the uuid: it is not sent on to other sites.
+    # The page's URL holds the transaction's uuid or id: it is not sent on to other sites.
     response["Referrer-Policy"] = "same-origin"
     response["X-Robots-Tag"] = "noindex"
     return response
@@ -158,12 +180,13 @@ def _waiting_page(request: HttpRequest, uuid: str, waited: int) -> HttpResponse:
 @transaction.non_atomic_requests
 @require_safe
 def return_status(request: HttpRequest) -> HttpResponse:
-    """``GET <mount>/return/status/?transaction_uuid=...``: ``{"status": ...}``, nothing else.
+    """``GET <mount>/return/status/?transaction_uuid=...`` (or ``?transaction_id=<numeric id>``):
+    ``{"status": ...}``, nothing else.
 
-    PENDING, SUCCESSFUL or FAILED: only the status of the transaction the visitor names by uuid. An
-    unknown uuid reads PENDING, like an open transaction, so the answer tells not even which exist.
+    PENDING, SUCCESSFUL or FAILED: only the status of the transaction the visitor names. An unknown uuid
+    or id reads PENDING, like an open transaction, so the answer tells not even which exist.
     """
-    uuid = _uuid_of(request.GET)
-    if not uuid:
+    reference = _reference_of(request.GET)
+    if reference is None:
         return JsonResponse({"status": "UNKNOWN"}, status=400)
-    return JsonResponse({"status": callbacks.verified_status(uuid)})
+    return JsonResponse({"status": reference.status()})

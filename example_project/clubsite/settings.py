@@ -199,7 +199,7 @@ PAYCOLLECT = {
     "VARIABLE_AMOUNT_ID": int(env("PAYCOLLECT_VARIABLE_AMOUNT_ID", "1")),
     "CALLBACK_TOKENS": env_list("PAYCOLLECT_CALLBACK_TOKENS", [DEMO_CALLBACK_TOKEN]),
     "FEES_IN_BILL": env_bool("PAYCOLLECT_FEES_IN_BILL", True),
-    # URL names of the members app; the app appends ?transaction_uuid=... to them.
+    # URL names of the members app; the app appends ?transaction_uuid=... (or ?transaction_id=...) to them.
     "SUCCESS_URL": "members:payment_success",
     "FAILURE_URL": "members:payment_failure",
 }

@@ -154,14 +154,71 @@ def test_the_spec_variant_with_member_id_and_a_transaction_id_holding_the_uuid(
     assert response["Location"] == f"/shop/paid/?transaction_uuid={txn.uuid}"
 
 
-def test_a_numeric_transaction_id_alone_is_refused_without_asking_the_service(client, urls, pay):
+def test_the_spec_variant_with_member_id_and_a_numeric_transaction_id_finds_our_payment(
+    client, urls, pay, no_throttle, signal_log
+):
+    txn = pay("100.00", membership_id="M-1")
+    assert txn.service_id is not None  # Pay's transaction_id, stored
+    urls.control.complete(txn.uuid, "SUCCESSFUL")  # we have not heard of it yet
+    before = fetches(urls)
+
+    response = client.get(RETURN, {"member_id": "M-1", "transaction_id": str(txn.service_id)})
+
+    # Resolved by the service id we stored, then fetched: the service says it is paid.
+    assert response.status_code == 302
+    assert response["Location"] == f"/shop/paid/?transaction_id={txn.service_id}"
+    assert fetches(urls) == before + 1
+    txn.refresh_from_db()
+    assert txn.status == Transaction.SUCCESSFUL
+    assert txn.status_changes.get(to_status="SUCCESSFUL").source == "return"
+    assert signal_log.count("payment_succeeded") == 1
+    assert client.get(STATUS, {"transaction_id": str(txn.service_id)}).json() == {"status": "SUCCESSFUL"}
+
+
+def test_a_numeric_transaction_id_never_trusts_the_status_it_comes_with(client, urls, pay, no_throttle):
+    txn = pay("100.00")
+    response = client.get(
+        RETURN, {"member_id": "", "transaction_id": str(txn.service_id), "transaction_status": "SUCCESSFUL"}
+    )
+    assert is_waiting_page(response)  # the service says PENDING
+    page = response.content.decode()
+    assert f'data-status-url="{STATUS}?transaction_id={txn.service_id}"' in page
+    assert txn.uuid not in page  # the visitor brought an id: the uuid is not given away
+    urls.control.complete(txn.uuid, "FAILED")
+    location = client.get(RETURN, {"transaction_id": str(txn.service_id)})["Location"]
+    assert location == f"/shop/cart/?payment=failed&transaction_id={txn.service_id}"
+
+
+def test_a_numeric_transaction_id_we_never_stored_reads_pending_without_asking_the_service(client, urls, pay):
     txn = pay("100.00")
     urls.control.complete(txn.uuid, "SUCCESSFUL")
     before = fetches(urls)
-    response = client.get(RETURN, {"member_id": "M-1", "transaction_id": str(txn.service_id)})
-    assert response.status_code == 302
-    assert response["Location"] == "/shop/cart/?payment=failed"  # nothing appended: nothing is known
+    for other in (txn.service_id + 1, 10**17):
+        response = client.get(RETURN, {"member_id": "M-1", "transaction_id": str(other)})
+        assert is_waiting_page(response)
+        assert client.get(STATUS, {"transaction_id": str(other)}).json() == {"status": "PENDING"}
     assert fetches(urls) == before
+
+
+def test_a_numeric_transaction_id_two_of_our_transactions_share_is_not_guessed_at(client, urls):
+    for uuid in (UUID, UUID[:-1] + "1"):
+        Transaction.objects.create(
+            uuid=uuid,
+            service_id=4821,
+            community_id="c",
+            status=Transaction.SUCCESSFUL,
+            total_amount=Decimal(1),
+        )
+    assert is_waiting_page(client.get(RETURN, {"transaction_id": "4821"}))
+    assert client.get(STATUS, {"transaction_id": "4821"}).json() == {"status": "PENDING"}
+
+
+@pytest.mark.parametrize("value", ["0", "-4821", "4821.0", "1e3", "\uff14\uff18", "9" * 19, "48 21"])
+def test_a_transaction_id_that_is_neither_a_uuid_nor_an_id_goes_to_the_failure_url(client, urls, value):
+    value = value.encode().decode("unicode_escape")
+    response = client.get(RETURN, {"transaction_id": value})
+    assert response["Location"] == "/shop/cart/?payment=failed"
+    assert client.get(STATUS, {"transaction_id": value}).status_code == 400
 
 
 @pytest.mark.parametrize(
@@ -332,6 +389,26 @@ def test_a_visitor_who_only_knows_the_uuid_learns_only_the_status(client, urls, 
     urls.control.complete(txn.uuid, "SUCCESSFUL")
     location = client.get(RETURN, {"transaction_uuid": txn.uuid})["Location"]
     assert location == f"/shop/paid/?transaction_uuid={txn.uuid}"  # nothing the visitor did not bring
+
+
+def test_a_stranger_counting_numeric_ids_learns_only_a_status(client, urls, pay, no_throttle):
+    txn = pay(
+        "123.45",
+        merchant_reference="order-7731",
+        membership_id="M-88",
+        custom_fields=[{"field_label": "Seat", "field_value": "A1"}],
+    )
+    query = {"transaction_id": str(txn.service_id)}
+    page = client.get(RETURN, query)
+    assert is_waiting_page(page)
+    text = page.content.decode().replace(str(txn.service_id), "<the id>")  # what the visitor brought
+    for secret in (txn.uuid, "123.45", "12345", "order-7731", "M-88", "Mona", "mona@", "+2010", "Seat", "A1"):
+        assert secret not in text, secret
+    assert client.get(STATUS, query).json() == {"status": "PENDING"}
+    urls.control.complete(txn.uuid, "SUCCESSFUL")
+    location = client.get(RETURN, query)["Location"]
+    assert location == f"/shop/paid/?transaction_id={txn.service_id}"  # never the uuid
+    assert client.get(STATUS, query).content == b'{"status": "SUCCESSFUL"}'
 
 
 def test_the_status_endpoint_refuses_a_malformed_uuid(client, urls):

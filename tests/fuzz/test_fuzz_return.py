@@ -1,8 +1,9 @@
 """Fuzz of the browser return and its status endpoint: whatever the query, never a 5xx, and never the
 success URL unless the stored transaction the query names is SUCCESSFUL.
 
-The database holds a PENDING, a SUCCESSFUL and a FAILED transaction, and a uuid only a callback named
-(a direct order's payment we have not fetched yet). ``BASE_URL`` is a port where nothing listens, so
+The database holds a PENDING, a SUCCESSFUL and a FAILED transaction (the SUCCESSFUL one with the service's
+numeric id ``SUCCESSFUL_ID``, which a return may name alone), and a uuid only a callback named (a direct
+order's payment we have not fetched yet). ``BASE_URL`` is a port where nothing listens, so
 every fetch fails at once and an open transaction must show the waiting page; the fetch throttle is off,
 so every request tries. Queries are the Pay set, the Direct order set (with custom fields) and the
 spec's ``member_id`` + ``transaction_id`` variant, built from those uuids in many spellings, with
@@ -46,6 +47,7 @@ SUCCESSFUL = "7b1e3d5f-2c40-4b6d-9e8f-0a1b2c3d4e5f"
 FAILED = "8c2f4e60-3d51-4c7e-af90-1b2c3d4e5f60"
 HEARD_OF = "9d305f71-4e62-4d8f-b0a1-2c3d4e5f6071"  # named by a callback, not stored as a transaction
 UNKNOWN = "a0416082-5f73-4e90-81b2-3d4e5f607182"
+SUCCESSFUL_ID = 4821  # the service's numeric id of the SUCCESSFUL transaction
 UUIDS = [PENDING, SUCCESSFUL, FAILED, HEARD_OF, UNKNOWN]
 MARKUP = "<script>alert(1)</script>"
 #: More than DATA_UPLOAD_MAX_NUMBER_FIELDS query fields: Django answers 400 (SuspiciousOperation) before
@@ -69,7 +71,11 @@ def seeded(settings: Any, closed_base_url: str, monkeypatch: pytest.MonkeyPatch)
     statuses = {PENDING: Transaction.PENDING, SUCCESSFUL: Transaction.SUCCESSFUL, FAILED: Transaction.FAILED}
     for uuid, status in statuses.items():
         Transaction.objects.create(
-            uuid=uuid, community_id=COMMUNITY, status=status, total_amount=Decimal("100.00")
+            uuid=uuid,
+            service_id=SUCCESSFUL_ID if uuid == SUCCESSFUL else None,
+            community_id=COMMUNITY,
+            status=status,
+            total_amount=Decimal("100.00"),
         )
     ReceivedCallback.objects.create(
         state=ReceivedCallback.PROCESSED,
@@ -109,7 +115,7 @@ uuid_values = st.one_of(
     st.sampled_from(UUIDS),
     st.sampled_from(UUIDS).flatmap(spellings),
     st.uuids().map(str),
-    st.sampled_from(["", "0", "4821", "-1", "null", MARKUP]),
+    st.sampled_from(["", "0", "4821", "04821", " 4821 ", "4822", "-1", "null", MARKUP]),
     texts,
 )
 #: Values a mutated parameter takes: the spec's, then anything.
@@ -197,14 +203,20 @@ def get(client: Client, path: str, query: Query, method: str = "GET") -> Any:
 WAITING_STATUS_URL = re.compile(r'data-status-url="([^"]*)"')
 
 
+def named_in(query: str) -> str:
+    """The one transaction_uuid or transaction_id a URL's query passes on ("" when none)."""
+    parsed = parse_qs(query)
+    names = parsed.get("transaction_uuid", []) + parsed.get("transaction_id", [])
+    assert len(names) <= 1, query
+    return names[0] if names else ""
+
+
 def outcome_of_return(response: Any) -> tuple[str, str]:
-    """("success" | "failure" | "waiting" | "refused", the uuid the view used or "")."""
+    """("success" | "failure" | "waiting" | "refused", the uuid or id the view used, or "")."""
     if response.status_code == 302:
         location = response["Location"]
         parts = urlsplit(location)
-        uuids = parse_qs(parts.query).get("transaction_uuid", [])
-        assert len(uuids) <= 1, location
-        uuid = uuids[0] if uuids else ""
+        uuid = named_in(parts.query)
         if location.startswith(SUCCESS_URL):
             return "success", uuid
         assert location.startswith("/shop/cart/?payment=failed"), location
@@ -218,7 +230,9 @@ def outcome_of_return(response: Any) -> tuple[str, str]:
     assert found is not None
     status_url = unescape(found.group(1))
     assert status_url.startswith(STATUS)
-    return "waiting", parse_qs(urlsplit(status_url).query)["transaction_uuid"][0]
+    used = named_in(urlsplit(status_url).query)
+    assert used
+    return "waiting", used
 
 
 def same_uuid(text: str, uuid: str) -> bool:
@@ -226,9 +240,14 @@ def same_uuid(text: str, uuid: str) -> bool:
 
 
 def candidates(query: Query) -> set[str]:
-    """What the view may use as the uuid: the (last) transaction_uuid or transaction_id, stripped."""
+    """What the view may use: the (last) transaction_uuid or transaction_id, stripped (an id as a number)."""
     parsed = QueryDict(query.string.encode("latin-1"))
-    return {(parsed.get(key) or "").strip() for key in ("transaction_uuid", "transaction_id")} - {""}
+    found = {(parsed.get(key) or "").strip() for key in ("transaction_uuid", "transaction_id")} - {""}
+    return found | {str(int(text)) for text in found if text.isascii() and text.isdigit()}
+
+
+def names_successful(used: str) -> bool:
+    return same_uuid(used, SUCCESSFUL) or used == str(SUCCESSFUL_ID)
 
 
 def test_the_return_and_its_status_never_fail_and_never_show_success_unless_paid(seeded):
@@ -241,6 +260,8 @@ def test_the_return_and_its_status_never_fail_and_never_show_success_unless_paid
     @example(Query((("transaction_uuid", SUCCESSFUL), ("transaction_status", "FAILED")), ""), "GET")
     @example(Query((("transaction_uuid", PENDING), ("transaction_status", "SUCCESSFUL")), ""), "GET")
     @example(Query((("transaction_id", SUCCESSFUL.upper()), ("member_id", "M-1")), ""), "GET")
+    @example(Query((("member_id", "M-1"), ("transaction_id", str(SUCCESSFUL_ID))), ""), "GET")
+    @example(Query((("transaction_id", "4822"),), ""), "GET")
     @example(Query((("transaction_uuid", PENDING), ("transaction_uuid", SUCCESSFUL)), ""), "GET")
     @example(Query((("transaction_uuid", SUCCESSFUL), ("transaction_id", PENDING)), ""), "GET")
     @example(Query((("transaction_uuid", HEARD_OF), ("wait", "9" * 5000)), ""), "GET")
@@ -274,7 +295,8 @@ def test_the_return_and_its_status_never_fail_and_never_show_success_unless_paid
         # Success only for the stored SUCCESSFUL transaction, failure only for the FAILED one (today named
         # exactly; the same uuid in capitals or without dashes would name them too).
         if outcome == "success":
-            assert same_uuid(used, SUCCESSFUL)
+            assert names_successful(used)
+            tally["success by numeric id"] += used == str(SUCCESSFUL_ID)
         elif outcome == "failure":
             assert used == "" or same_uuid(used, FAILED)
         elif outcome == "waiting":
@@ -282,7 +304,7 @@ def test_the_return_and_its_status_never_fail_and_never_show_success_unless_paid
             assert response["Referrer-Policy"] == "same-origin"
         else:
             pytest.fail(f"the return answered {response.status_code}")
-        if used == SUCCESSFUL:
+        if used in (SUCCESSFUL, str(SUCCESSFUL_ID)):
             assert outcome == "success"
         # The status endpoint agrees with the return.
         if outcome == "failure" and not used:
@@ -298,6 +320,7 @@ def test_the_return_and_its_status_never_fail_and_never_show_success_unless_paid
     assert tally.total() >= 1200
     for outcome in ("success", "failure", "waiting", "405", *(["too many fields"] * MANY_FIELDS_ANSWER_400)):
         assert tally[outcome] >= 10, tally
+    assert tally["success by numeric id"] >= 1, tally
     # Nothing was changed: the service could not be read, and a query is never believed.
     assert dict(Transaction.objects.values_list("uuid", "status")) == seeded
     assert Transaction.objects.count() == transactions

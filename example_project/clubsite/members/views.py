@@ -32,6 +32,7 @@ from django_paycollect.client import PayCollectError
 from django_paycollect.conf import paycollect_settings
 from django_paycollect.exceptions import PayCollectConfigurationError, PaymentRefused
 from django_paycollect.models import DirectOrder, Transaction
+from django_paycollect.serializers import service_id_of
 
 from .forms import InvoiceForm, JoinForm
 from .models import CURRENCY, PRICES, ZERO, Billing, Membership, PayUsing, Plan, price_of
@@ -292,10 +293,17 @@ def payment_failure(request: HttpRequest) -> HttpResponse:
 
 
 def _payment_result(request: HttpRequest, template: str) -> HttpResponse:
-    """PAYCOLLECT's SUCCESS_URL and FAILURE_URL. The uuid in the query is the visitor's claim: details are
-    shown only for a membership started in this browser (or to staff), never by uuid alone."""
+    """PAYCOLLECT's SUCCESS_URL and FAILURE_URL. The uuid in the query (or the service's numeric id, for a
+    return that carried only that) is the visitor's claim: details are shown only for a membership started
+    in this browser (or to staff), never by uuid or id alone."""
     uuid = request.GET.get("transaction_uuid", "")
-    txn = Transaction.objects.filter(uuid=uuid).first() if uuid else None
+    service_id = service_id_of(request.GET.get("transaction_id"))
+    if uuid:
+        txn = Transaction.objects.filter(uuid=uuid).first()
+    elif service_id is not None:
+        txn = Transaction.objects.filter(service_id=service_id).first()
+    else:
+        txn = None
     membership = membership_of(txn)
     if membership is not None and not (
         request.user.is_staff or str(membership.public_id) in request.session.get(SESSION_KEY, [])
