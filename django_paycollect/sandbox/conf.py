@@ -40,6 +40,9 @@ DEFAULTS: dict[str, Any] = {
     # Request journal entries kept (oldest pruned).
     "JOURNAL_MAX_ENTRIES": 2000,
     "LOGO_MAX_BYTES": 2 * 1024 * 1024,
+    # Pay's original_amount is required by the spec. Some clients never send it (the service's own Node
+    # SDK among them): False accepts such a payment, for integrators whose live account does.
+    "REQUIRE_ORIGINAL_AMOUNT": True,
 }
 
 CALLBACK_UUID_KEYS = ("transaction_uuid", "transaction_id", "both")
@@ -59,6 +62,7 @@ class SandboxSettings:
     journal_storage: str
     journal_max_entries: int
     logo_max_bytes: int
+    require_original_amount: bool
 
 
 _cached: SandboxSettings | None = None
@@ -98,6 +102,7 @@ def _read_settings() -> SandboxSettings:
         journal_storage="memory" if merged["JOURNAL_STORAGE"] == "memory" else "database",
         journal_max_entries=int(merged["JOURNAL_MAX_ENTRIES"]),
         logo_max_bytes=int(merged["LOGO_MAX_BYTES"]),
+        require_original_amount=bool(merged["REQUIRE_ORIGINAL_AMOUNT"]),
     )
 
 

@@ -115,11 +115,11 @@ class ApiError(Exception):
 
     @classmethod
     def field(cls, field: str, message: str, code: int = 400) -> ApiError:
-        return cls(code, _MESSAGES.get(code, "error"), [{field: [message]}])
+        return cls(code, _summary(code, [field]), [{field: [message]}])
 
     @classmethod
     def validation(cls, errors: Mapping[str, Any]) -> ApiError:
-        return cls(400, _MESSAGES[400], errors_list(errors))
+        return cls(400, _summary(400, [str(name) for name in errors]), errors_list(errors))
 
     def response(self) -> HttpResponse:
         return envelope_response(self.code, None, self.message, self.errors, self.headers)
@@ -133,6 +133,17 @@ _MESSAGES = {
     405: "method not allowed",
     500: "server error",
 }
+
+
+def _summary(code: int, fields: list[str]) -> str:
+    """``status.message``: the short phrase, and for a validation error the fields it names, so that a
+    client showing only the message still says what to fix (``validation error: original_amount``)."""
+    phrase = _MESSAGES.get(code, "error")
+    named = [name for name in fields if name != "non_field_errors"]
+    if code != 400 or not named:
+        return phrase
+    shown = ", ".join(named[:5]) + (", …" if len(named) > 5 else "")
+    return f"{phrase}: {shown}"
 
 
 def message_for(code: int) -> str:

@@ -21,12 +21,16 @@ def text(amount: Decimal) -> str:
     return f"{quantize(amount):f}"
 
 
-def whole_or_text(amount: Decimal) -> str:
-    """The Pay redirect's ``amount`` (typed integer by the spec): "100" for whole amounts, "12.50" otherwise.
+def integer_text(amount: Decimal) -> str:
+    """The Pay redirect's ``amount``, an integer as the spec types it: the whole units, piasters dropped
+    (``53.25`` -> ``"53"``). ``amount_piasters`` beside it carries the exact amount."""
+    return str(int(quantize(amount)))
 
-    Truncating to an integer would lose piasters, so fractional amounts stay exact.
-    """
-    q = quantize(amount)
-    if q == q.to_integral_value():
-        return str(int(q))
-    return f"{q:f}"
+
+def float_text(amount: Decimal) -> str:
+    """A number as a float is written (the Direct order redirect's types), from its exact Decimal:
+    ``53.25`` -> ``"53.25"``, ``53.20`` -> ``"53.2"``, ``5325`` -> ``"5325.0"``. No float is involved."""
+    value = amount.normalize()
+    if value == value.to_integral_value():
+        return f"{int(value)}.0"
+    return f"{value:f}"

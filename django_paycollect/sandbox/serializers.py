@@ -111,11 +111,18 @@ class PrepareAmountSerializer(serializers.Serializer):  # type: ignore[type-arg]
         return attrs
 
 
+ORIGINAL_AMOUNT_REQUIRED = (
+    "This field is required: the service cost without fees (amount is what is charged). The spec marks it "
+    "required; a sandbox with REQUIRE_ORIGINAL_AMOUNT set to false (settings or _control/config) accepts "
+    "a payment without it."
+)
+
+
 class PaySerializer(serializers.Serializer):  # type: ignore[type-arg]
     community_id = serializers.CharField(max_length=64)
     amount = MoneyField(required=False)
     amount_piasters = serializers.IntegerField(required=False, min_value=1)
-    original_amount = MoneyField()
+    original_amount = MoneyField(required=False, allow_null=True)
     currency = CurrencyField(required=False, allow_null=True, default=DEFAULT_CURRENCY)
     variable_amount_id = serializers.IntegerField()
     pay_using = PayUsingField(required=False, allow_null=True, default="card")
@@ -138,6 +145,12 @@ class PaySerializer(serializers.Serializer):  # type: ignore[type-arg]
             errors = dict(exc.detail) if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
         if isinstance(data, dict) and data.get("amount") is None and data.get("amount_piasters") is None:
             errors.setdefault("amount", ["This field is required."])
+        if (
+            isinstance(data, dict)
+            and data.get("original_amount") is None
+            and self.context.get("require_original_amount", True)
+        ):
+            errors.setdefault("original_amount", [ORIGINAL_AMOUNT_REQUIRED])
         if errors:
             raise serializers.ValidationError(errors)
         return value

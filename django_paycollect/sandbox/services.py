@@ -564,9 +564,10 @@ def callback_body(tx: Transaction) -> dict[str, Any]:
 def redirect_target(tx: Transaction) -> str | None:
     """The browser redirect with the spec's query parameters, or None when no URL is configured."""
     if tx.direct_order_id is not None and tx.direct_order is not None:
+        # The spec types both as floats here (and Pay's amount as an integer, below).
         params: list[tuple[str, str]] = [
-            ("total_amount_piasters", str(money.to_piasters(tx.total_amount))),
-            ("total_amount", money.text(tx.total_amount)),
+            ("total_amount_piasters", money.float_text(Decimal(money.to_piasters(tx.total_amount)))),
+            ("total_amount", money.float_text(tx.total_amount)),
             ("transaction_uuid", str(tx.uuid)),
             ("transaction_status", tx.status),
         ]
@@ -584,7 +585,7 @@ def redirect_target(tx: Transaction) -> str | None:
         base,
         [
             ("amount_piasters", str(money.to_piasters(tx.total_amount))),
-            ("amount", money.whole_or_text(tx.total_amount)),
+            ("amount", money.integer_text(tx.total_amount)),
             ("transaction_uuid", str(tx.uuid)),
             ("transaction_status", tx.status),
         ],

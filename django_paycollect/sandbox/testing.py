@@ -266,13 +266,19 @@ class SandboxControl:
         return self.call("POST", f"api-payments/{variable_amount_id}", payload)
 
     def set_config(
-        self, *, callback_uuid_key: str | None = None, callback_retry_delays: Sequence[float] | None = None
+        self,
+        *,
+        callback_uuid_key: str | None = None,
+        callback_retry_delays: Sequence[float] | None = None,
+        require_original_amount: bool | None = None,
     ) -> dict[str, Any]:
         payload: dict[str, Any] = {}
         if callback_uuid_key is not None:
             payload["callback_uuid_key"] = callback_uuid_key
         if callback_retry_delays is not None:
             payload["callback_retry_delays"] = list(callback_retry_delays)
+        if require_original_amount is not None:
+            payload["require_original_amount"] = require_original_amount
         return self.call("POST", "config", payload)
 
     def communities(self) -> list[dict[str, Any]]:

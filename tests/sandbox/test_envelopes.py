@@ -110,6 +110,7 @@ def test_every_endpoint_and_error_path_answers_the_envelope(paycollect_sandbox: 
         "POST", pay, 200, pay_body(sandbox, pay_using="kiosk", amount_piasters=10450), headers=key
     )["data"]
     assert isinstance(kiosk["bill_refrence"], int)
+    assert kiosk["bill_reference"] == kiosk["bill_refrence"]  # both spellings
     assert str(kiosk["bill_refrence"]) in kiosk["message"]
     by_piasters = pay_body(sandbox, pay_using="kiosk", amount_piasters=999)
     del by_piasters["amount"]
@@ -170,6 +171,7 @@ def test_every_endpoint_and_error_path_answers_the_envelope(paycollect_sandbox: 
         "created",
         "id",
         "uuid",
+        "member_id",
         "total_amount",
         "total_amount_currency",
         "payment_for",
@@ -180,6 +182,7 @@ def test_every_endpoint_and_error_path_answers_the_envelope(paycollect_sandbox: 
     ]
     assert fetched["total_amount"] == "104.50"
     assert fetched["total_amount_piasters"] == 10450
+    assert fetched["member_id"] is None  # null when none, as the service's own answers have it
     w.send("GET", f"/api/v1/communities/{cid}/transactions/{uuid.uuid4()}/", 404, headers=key)
     w.send("GET", f"/api/v1/communities/{cid}/transactions/not-a-uuid/", 404, headers=key)
     w.send("GET", fetch, 403, headers=other_key)

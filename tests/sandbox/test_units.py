@@ -52,8 +52,15 @@ def test_money_helpers() -> None:
         money.to_piasters(Decimal("1.005"))
     assert money.from_piasters(10450) == Decimal("104.50")
     assert money.text(Decimal("12.5")) == "12.50"
-    assert money.whole_or_text(Decimal("100.00")) == "100"
-    assert money.whole_or_text(Decimal("12.50")) == "12.50"
+    # The redirects' types: Pay's amount an integer, Direct order's amounts floats (written from Decimals).
+    assert money.integer_text(Decimal("100.00")) == "100"
+    assert money.integer_text(Decimal("53.25")) == "53"
+    assert money.integer_text(Decimal("0.99")) == "0"
+    assert money.float_text(Decimal("53.25")) == "53.25"
+    assert money.float_text(Decimal("53.20")) == "53.2"
+    assert money.float_text(Decimal("100.00")) == "100.0"
+    assert money.float_text(Decimal("5325")) == "5325.0"
+    assert money.float_text(Decimal("0.05")) == "0.05"
     assert money.quantize(Decimal("0.125")) == Decimal("0.13")  # half up, as a bill rounds
 
 

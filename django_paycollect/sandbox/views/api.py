@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 
 from .. import fastpath, money, services
+from ..conf import get_settings
 from ..envelope import ApiError
 from ..journal import is_secret_name, redact
 from ..models import ApiPayment, Community, DirectOrder, Promocode, Transaction
@@ -24,7 +25,7 @@ from ..serializers import (
     TransactionUuidSerializer,
     logo_content_type,
 )
-from ..state import today
+from ..state import get_state, today
 from .common import (
     AUTH_KEY,
     AUTH_KEY_AND_BASIC,
@@ -79,8 +80,7 @@ def resource_from_values(v: dict[str, Any]) -> dict[str, Any]:
         "id": v["id"],
         "uuid": str(v["uuid"]),
     }
-    if v["member_id"]:
-        data["member_id"] = v["member_id"]
+    data["member_id"] = v["member_id"] or None  # null when none, as the service's own answers have it
     data["total_amount"] = money.text(v["total_amount"])
     data["total_amount_currency"] = v["currency"]
     data["payment_for"] = v["payment_for"]
@@ -118,7 +118,8 @@ def prepare_amount(call: Call) -> HttpResponse:
 def pay(call: Call) -> HttpResponse:
     body = call.json()
     call.check_community(body.get("community_id"))
-    data = validated(PaySerializer, body)
+    data = validated(PaySerializer, body, {"require_original_amount": original_amount_required()})
+    data["original_amount"] = data.get("original_amount") or None
     community = call.community
     api_payment = ApiPayment.objects.filter(pk=data["variable_amount_id"], community=community).first()
     if api_payment is None:
@@ -132,7 +133,11 @@ def pay(call: Call) -> HttpResponse:
     if data.get("promocode_id") is not None:
         promo = Promocode.objects.filter(pk=data["promocode_id"], community=community).first()
         data["promocode"] = services.check_promocode(
-            promo, "promocode_id", data["original_amount"], data["currency"], services.PAYMENT_FOR_API
+            promo,
+            "promocode_id",
+            data["original_amount"] or data["amount"],
+            data["currency"],
+            services.PAYMENT_FOR_API,
         )
     tx = services.start_payment(community, api_payment, data)
     result: dict[str, Any] = {
@@ -147,7 +152,14 @@ def pay(call: Call) -> HttpResponse:
             f"using bill reference {tx.bill_reference}."
         )
         result["bill_refrence"] = tx.bill_reference  # spelled so by the spec
+        result["bill_reference"] = tx.bill_reference  # what clients written against the service read
     return ok(200, result)
+
+
+def original_amount_required() -> bool:
+    """``REQUIRE_ORIGINAL_AMOUNT``: the spec's rule unless the settings or ``_control/config`` relax it."""
+    configured = get_state().config.get("require_original_amount")
+    return get_settings().require_original_amount if configured is None else bool(configured)
 
 
 # 3. Fetch transaction

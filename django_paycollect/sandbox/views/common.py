@@ -78,8 +78,12 @@ def ok(code: int, data: Mapping[str, Any]) -> HttpResponse:
     return envelope_response(code, data)
 
 
-def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:  # type: ignore[type-arg]
-    serializer = serializer_class(data=data)
+def validated(
+    serializer_class: type[serializers.Serializer],  # type: ignore[type-arg]
+    data: Any,
+    context: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    serializer = serializer_class(data=data, context=context or {})
     if not serializer.is_valid():
         raise ApiError.validation(serializer.errors)
     result: dict[str, Any] = dict(serializer.validated_data)

@@ -248,7 +248,8 @@ def requests_journal(request: HttpRequest) -> HttpResponse:
 
 @control("GET", "POST")
 def config(request: HttpRequest) -> HttpResponse:
-    """Runtime settings: callback_uuid_key and callback_retry_delays (reset restores the Django settings)."""
+    """Runtime settings: callback_uuid_key, callback_retry_delays and require_original_amount (reset restores
+    the Django settings)."""
     if request.method == "POST":
         body = _body(request)
         with writing():
@@ -268,6 +269,10 @@ def config(request: HttpRequest) -> HttpResponse:
                 ):
                     raise ApiError.field("callback_retry_delays", "A list of seconds (0 to 3600).")
                 updated["callback_retry_delays"] = [float(d) for d in delays]
+            if "require_original_amount" in body:
+                if not isinstance(body["require_original_amount"], bool):
+                    raise ApiError.field("require_original_amount", "Must be true or false.")
+                updated["require_original_amount"] = body["require_original_amount"]
             state.config = updated
             state.save(update_fields=["config"])
     settings = get_settings()
@@ -276,6 +281,9 @@ def config(request: HttpRequest) -> HttpResponse:
         {
             "callback_uuid_key": stored.get("callback_uuid_key", settings.callback_uuid_key),
             "callback_retry_delays": callbacks.retry_delays(),
+            "require_original_amount": stored.get(
+                "require_original_amount", settings.require_original_amount
+            ),
         }
     )
 
