@@ -116,7 +116,8 @@ def test_the_direct_order_redirect_sends_its_amounts_as_floats(paycollect_sandbo
     order = sb.client.create_direct_order(
         name="Summer camp",
         community_id=sb.community_id,
-        amount={"amount": Decimal("53.25"), "currency": "EGP"},
+        amount=Decimal("53.25"),
+        currency="EGP",
         payment_methods=["card"],
         customer_name="Mona Ali",
         customer_email="mona@example.com",
