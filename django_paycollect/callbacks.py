@@ -607,11 +607,10 @@ def uuid_for_service_id(service_id: int) -> str | None:
     stored, never trusted further: the status still comes from a fetch, and an id we did not store is
     not looked up at the service.
     """
-    uuids = list(
-        Transaction.objects.filter(service_id=service_id, uuid__isnull=False).values_list("uuid", flat=True)[
-            :2
-        ]
+    found = Transaction.objects.filter(service_id=service_id, uuid__isnull=False).values_list(
+        "uuid", flat=True
     )
+    uuids = list(found[:2])
     return uuids[0] if len(uuids) == 1 else None
 
 
