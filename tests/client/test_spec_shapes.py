@@ -663,8 +663,9 @@ def test_custom_fields_json_is_read_from_an_object_or_a_list_raw_kept(
         ({"total_amount": "104.50", "total_amount_piasters": 10450}, Decimal("104.50"), 10450),
         ({"total_amount_piasters": "lots"}, None, None),
         ({"total_amount_piasters": True}, None, None),
+        ({"total_amount_piasters": 10**40}, None, 10**40),  # beyond any amount: kept, not made one
     ],
-    ids=["spec", "piasters-only", "piasters-as-number", "both", "piasters-text", "piasters-boolean"],
+    ids=["spec", "piasters-only", "piasters-as-number", "both", "piasters-text", "piasters-boolean", "huge"],
 )
 def test_prepare_amount_derives_the_total_from_piasters_when_that_is_all_there_is(
     client, rsps, data, total, piasters
