@@ -40,12 +40,14 @@ from django.utils.translation import gettext_lazy as _
 from . import callbacks, services
 from .client import PayCollectError
 from .crypto import DecryptionError
+from .dashboard import CurrencyListFilter, DashboardAdmin, RefundCommunityListFilter
 from .exceptions import PayCollectConfigurationError, PaymentRefused
 from .forms import NON_FIELD_ERRORS, CommunityForm, DirectOrderForm, RefundForm, stored_secret_text
 from .models import (
     ZERO,
     ApiCall,
     Community,
+    Dashboard,
     DirectOrder,
     ReceivedCallback,
     RecurringSeries,
@@ -310,6 +312,7 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
     list_filter = (
         "status",
         "community_id",
+        CurrencyListFilter,
         ("created_at", admin.DateFieldListFilter),
         "outcome_unknown",
         "amount_mismatch",
@@ -340,6 +343,7 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
                     "variable_amount_id",
                     "member_id",
                     "created_at",
+                    "succeeded_at",
                 )
             },
         ),
@@ -909,6 +913,11 @@ class DirectOrderAdmin(PayCollectAdmin[DirectOrder]):
         return self.render_change_form(request, context, add=True, form_url=form_url)
 
 
+# --- the dashboard (its own module; listed in the app's section of the index) -----------------------
+
+admin.site.register(Dashboard, DashboardAdmin)
+
+
 # --- communities ---------------------------------------------------------------------------------
 
 
@@ -1053,7 +1062,7 @@ class ApiCallAdmin(PayCollectAdmin[ApiCall]):
 class RefundAdmin(PayCollectAdmin[Refund]):
     list_display = ("created_at", "transaction", "amount", "state", "requested_by", "completed_at", "error")
     list_select_related = ("transaction", "requested_by")
-    list_filter = ("state", ("created_at", admin.DateFieldListFilter))
+    list_filter = ("state", RefundCommunityListFilter, ("created_at", admin.DateFieldListFilter))
     search_fields = ("=transaction__uuid",)
     search_help_text = _("An exact transaction uuid.")
     changelist_defer = ("transaction__raw", "transaction__custom_fields")

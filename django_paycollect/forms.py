@@ -105,13 +105,16 @@ class CommunityForm(CommunityModelForm):
         return super().save(commit)
 
 
-def community_choices() -> list[tuple[str, str]]:
-    """The community configured in settings, then every Community row that holds an API key."""
+def community_choices(*, with_key_only: bool = True) -> list[tuple[str, str]]:
+    """The community configured in settings, then every Community row (only those holding an API key,
+    unless ``with_key_only`` is false)."""
     choices: list[tuple[str, str]] = []
     default_id = paycollect_settings.COMMUNITY_ID
     if default_id:
         choices.append((str(default_id), gettext("%(id)s (from settings)") % {"id": default_id}))
-    rows = Community.objects.exclude(api_key_encrypted="").exclude(community_id=default_id or "")
+    rows = Community.objects.exclude(community_id=default_id or "")
+    if with_key_only:
+        rows = rows.exclude(api_key_encrypted="")
     choices += [(row.community_id, str(row)) for row in rows.only("community_id", "name")]
     return choices
 

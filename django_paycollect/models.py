@@ -17,7 +17,7 @@ from django.conf import settings
 from django.contrib.contenttypes.fields import GenericForeignKey
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
-from django.db.models import OuterRef, Q, Subquery, Sum, Value
+from django.db.models import F, OuterRef, Q, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -196,6 +196,8 @@ class Transaction(models.Model):
     parent_uuid = models.CharField(_("parent transaction uuid"), max_length=64, blank=True, db_index=True)
     transaction_order = models.IntegerField(_("order within the series"), null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    #: When the status became SUCCESSFUL here (``services.apply_status``): the day money came in.
+    succeeded_at = models.DateTimeField(_("successful since"), null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = TransactionQuerySet.as_manager()
@@ -232,6 +234,25 @@ class Transaction(models.Model):
             ),
             models.Index(
                 fields=["capture_state"], condition=~Q(capture_state=""), name="paycollect_txn_capture"
+            ),
+            # The dashboard's figures (``reporting``): payments of one community and currency by day.
+            models.Index(
+                fields=["community_id", "currency", "created_at", "status", "total_amount"],
+                name="paycollect_txn_report_started",
+            ),
+            models.Index(
+                fields=["community_id", "currency", "succeeded_at", "total_amount", "refunded_amount"],
+                condition=Q(succeeded_at__isnull=False),
+                name="paycollect_txn_report_paid",
+            ),
+            models.Index(
+                fields=["community_id", "currency", "succeeded_at", "total_amount"],
+                condition=Q(succeeded_at__isnull=False) & ~Q(parent_uuid="") & ~Q(parent_uuid=F("uuid")),
+                name="paycollect_txn_report_renewal",
+            ),
+            # Transactions the service accepted, counted beside its statistics.
+            models.Index(
+                fields=["community_id"], condition=Q(uuid__isnull=False), name="paycollect_txn_report_known"
             ),
         ]
 
@@ -400,6 +421,10 @@ class Refund(models.Model):
         verbose_name = _("refund")
         verbose_name_plural = _("refunds")
         ordering = ["-created_at", "-pk"]
+        indexes = [
+            # Refunds per day on the dashboard (``reporting``).
+            models.Index(fields=["state", "completed_at"], name="paycollect_refund_report"),
+        ]
 
     def __str__(self) -> str:
         return f"refund {self.amount} of {self.transaction_id} ({self.state})"
@@ -563,6 +588,28 @@ class ReceivedCallback(models.Model):
         verbose_name_plural = _("received callbacks")
         ordering = ["-received_at", "-pk"]
         permissions = [("reprocess_receivedcallback", _("Can reprocess received callbacks"))]
+        indexes = [
+            # Callback health on the dashboard (``reporting``): states of a period's callbacks.
+            models.Index(fields=["received_at", "state", "processed_at"], name="paycollect_callback_report"),
+        ]
 
     def __str__(self) -> str:
         return f"callback {self.transaction_uuid or '?'} {self.claimed_status or ''} ({self.state})"
+
+
+class Dashboard(models.Model):
+    """The admin's payments dashboard: no table, only its place in the admin and its permission.
+
+    The figures come from :mod:`django_paycollect.reporting`; ``paycollect.view_dashboard`` lets a
+    user see them without the permissions of the records they summarise.
+    """
+
+    class Meta:
+        managed = False
+        default_permissions = ()
+        permissions = [("view_dashboard", _("Can view the payments dashboard"))]
+        verbose_name = _("dashboard")
+        verbose_name_plural = _("dashboard")
+
+    def __str__(self) -> str:
+        return str(self._meta.verbose_name)

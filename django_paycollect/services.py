@@ -377,6 +377,7 @@ def apply_status(txn: Transaction, reported: str, *, source: str) -> bool:
         source=source,
     )
     if reported == Transaction.SUCCESSFUL:
+        txn.succeeded_at = timezone.now()  # the day the money came in, for the dashboard's figures
         _after_commit(signals.payment_succeeded, transaction=txn)
         if txn.series_id and txn.parent_uuid and txn.parent_uuid != txn.uuid:
             _after_commit(signals.recurring_charge_succeeded, transaction=txn, series=txn.series)

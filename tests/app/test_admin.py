@@ -146,6 +146,7 @@ def test_a_superuser_is_offered_every_action(admin_client):
         ("transaction", "refund"),
         ("recurringseries", "changelist"),
         ("directorder", "add"),
+        ("dashboard", "changelist"),
     ],
     ids="-".join,
 )

@@ -1,0 +1,272 @@
+"""Charts drawn on the server as inline SVG: no JavaScript, nothing loaded from elsewhere, and they print.
+
+This module computes the geometry (exact Decimals, rounded to a tenth of a pixel); the templates under
+``admin/paycollect/charts/`` draw it. Every chart is an ``<svg role="img">`` with a ``<title>``, a
+``<desc>`` and axis labels; each bar has its own ``<title>`` (a tooltip); the page shows the same numbers in
+a table next to the chart. Colours come from the admin's CSS variables, so dark mode and print follow.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import ROUND_CEILING, Decimal
+
+from django.utils.formats import date_format, number_format
+from django.utils.translation import gettext as _
+
+from .reporting import Day
+
+_TENTH = Decimal("0.1")
+#: Steps between grid lines: 1, 2 or 5 times a power of ten.
+_NICE = (Decimal(1), Decimal(2), Decimal(5), Decimal(10))
+
+
+def _px(value: Decimal) -> Decimal:
+    return value.quantize(_TENTH)
+
+
+def nice_step(span: Decimal, lines: int = 4) -> Decimal:
+    """The grid step (1, 2 or 5 times a power of ten) that divides ``span`` into at most ``lines`` parts."""
+    if span <= 0:
+        return Decimal(1)
+    rough = span / lines
+    power = Decimal(10) ** rough.adjusted()
+    for nice in _NICE:
+        if nice * power >= rough:
+            return nice * power
+    raise AssertionError("unreachable: 10 x power is always enough")  # pragma: no cover
+
+
+def _steps_to(value: Decimal, step: Decimal) -> int:
+    return int((value / step).to_integral_value(rounding=ROUND_CEILING))
+
+
+def _amount_text(value: Decimal, places: int = 2) -> str:
+    return number_format(value, decimal_pos=places, use_l10n=True, force_grouping=True)
+
+
+@dataclass(frozen=True)
+class Tick:
+    y: Decimal
+    label: str
+
+
+@dataclass(frozen=True)
+class Bar:
+    x: Decimal
+    y: Decimal
+    width: Decimal
+    height: Decimal
+    kind: str
+    #: The bar's tooltip, e.g. "21 Nov: collected 120.00 EGP (3)".
+    title: str
+
+
+@dataclass(frozen=True)
+class Label:
+    x: Decimal
+    y: Decimal
+    text: str
+
+
+class _Frame:
+    """Where a chart's plot area and axis label are, from its size and margins."""
+
+    width: int
+    height: int
+    left: int
+    right: int
+    bottom: int
+
+    @property
+    def plot_right(self) -> int:
+        return self.width - self.right
+
+    @property
+    def plot_bottom(self) -> int:
+        return self.height - self.bottom
+
+    @property
+    def axis_label_x(self) -> int:
+        return (self.left + self.plot_right) // 2
+
+    @property
+    def axis_label_y(self) -> int:
+        return self.height - 8
+
+
+@dataclass
+class DailyChart(_Frame):
+    """Collected (above the axis) and refunded (below it) per day."""
+
+    dom_id: str
+    title: str
+    description: str
+    y_axis_label: str
+    x_axis_label: str
+    width: int = 760
+    height: int = 280
+    left: int = 76
+    right: int = 12
+    top: int = 14
+    bottom: int = 52
+    zero_y: Decimal = Decimal(0)
+    ticks: list[Tick] = field(default_factory=list)
+    bars: list[Bar] = field(default_factory=list)
+    x_labels: list[Label] = field(default_factory=list)
+    empty: bool = False
+    empty_text: str = ""
+
+    @property
+    def y_axis_label_x(self) -> int:
+        return 14
+
+    @property
+    def y_axis_label_y(self) -> int:
+        return (self.top + self.plot_bottom) // 2
+
+
+def daily_chart(days: Sequence[Day], currency: str, dom_id: str = "paycollect-chart-daily") -> DailyChart:
+    collected = sum((day.collected.amount for day in days), Decimal(0))
+    refunded = sum((day.refunded.amount for day in days), Decimal(0))
+    chart = DailyChart(
+        dom_id=dom_id,
+        title=_("Collected and refunded per day"),
+        description=_(
+            "Bars above the axis: amount collected each day; below it: amount refunded. "
+            "From %(first)s to %(last)s: collected %(collected)s %(currency)s, refunded %(refunded)s "
+            "%(currency)s. The table below gives every day's figures."
+        )
+        % {
+            "first": date_format(days[0].date) if days else "",
+            "last": date_format(days[-1].date) if days else "",
+            "collected": _amount_text(collected),
+            "refunded": _amount_text(refunded),
+            "currency": currency,
+        },
+        y_axis_label=_("Amount (%(currency)s)") % {"currency": currency},
+        x_axis_label=_("Day"),
+    )
+    top_value = max((day.collected.amount for day in days), default=Decimal(0))
+    bottom_value = max((day.refunded.amount for day in days), default=Decimal(0))
+    chart.empty = not (top_value or bottom_value)
+    chart.empty_text = _("Nothing collected or refunded in this period.")
+    step = nice_step(top_value + bottom_value)
+    up = _steps_to(top_value, step) if top_value else (0 if bottom_value else 1)
+    down = _steps_to(bottom_value, step)
+    plot_height = Decimal(chart.plot_bottom - chart.top)
+    unit = plot_height / (up + down)  # pixels per step
+    chart.zero_y = _px(chart.top + unit * up)
+    places = max(0, -step.normalize().as_tuple().exponent)  # type: ignore[operator]
+    for n in range(-down, up + 1):
+        chart.ticks.append(Tick(_px(chart.zero_y - unit * n), _amount_text(step * n, places)))
+
+    count = max(len(days), 1)
+    slot = Decimal(chart.plot_right - chart.left) / count
+    width = _px(slot * Decimal("0.7"))
+    scale = unit / step
+    label_every = max(1, math.ceil(count / 8))
+    for index, day in enumerate(days):
+        x = chart.left + slot * index + (slot - width) / 2
+        when = date_format(day.date, "j M")
+        if day.collected.amount:
+            height = _px(day.collected.amount * scale)
+            chart.bars.append(
+                Bar(
+                    _px(x),
+                    chart.zero_y - height,
+                    width,
+                    height,
+                    "collected",
+                    _("%(day)s: collected %(amount)s %(currency)s (%(count)s)")
+                    % {
+                        "day": when,
+                        "amount": _amount_text(day.collected.amount),
+                        "currency": currency,
+                        "count": day.collected.count,
+                    },
+                )
+            )
+        if day.refunded.amount:
+            height = _px(day.refunded.amount * scale)
+            chart.bars.append(
+                Bar(
+                    _px(x),
+                    chart.zero_y,
+                    width,
+                    height,
+                    "refunded",
+                    _("%(day)s: refunded %(amount)s %(currency)s (%(count)s)")
+                    % {
+                        "day": when,
+                        "amount": _amount_text(day.refunded.amount),
+                        "currency": currency,
+                        "count": day.refunded.count,
+                    },
+                )
+            )
+        if index % label_every == 0:
+            label_y = Decimal(chart.plot_bottom + 18)
+            chart.x_labels.append(Label(_px(chart.left + slot * index + slot / 2), label_y, when))
+    return chart
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    value: Decimal
+    #: The value as shown at the end of its bar.
+    text: str
+    kind: str = ""
+
+
+@dataclass
+class BarsChart(_Frame):
+    """Horizontal bars, one per row, each labelled and followed by its value."""
+
+    dom_id: str
+    title: str
+    description: str
+    value_axis_label: str
+    rows: list[Row]
+    width: int = 560
+    #: Set from the number of rows by bars_chart().
+    height: int = 0
+    row_height: int = 26
+    left: int = 200
+    right: int = 90
+    top: int = 8
+    bottom: int = 30
+    bars: list[Bar] = field(default_factory=list)
+    labels: list[Label] = field(default_factory=list)
+    values: list[Label] = field(default_factory=list)
+
+
+def bars_chart(
+    dom_id: str, title: str, description: str, value_axis_label: str, rows: list[Row]
+) -> BarsChart:
+    chart = BarsChart(dom_id, title, description, value_axis_label, rows)
+    chart.height = chart.top + chart.row_height * len(rows) + chart.bottom
+    largest = max((row.value for row in rows), default=Decimal(0))
+    room = Decimal(chart.plot_right - chart.left)
+    bar_height = Decimal(chart.row_height) * Decimal("0.65")
+    for index, row in enumerate(rows):
+        top = Decimal(chart.top + chart.row_height * index)
+        middle = top + Decimal(chart.row_height) / 2
+        length = _px(room * row.value / largest) if largest else Decimal(0)
+        if length:
+            chart.bars.append(
+                Bar(
+                    Decimal(chart.left),
+                    _px(middle - bar_height / 2),
+                    length,
+                    _px(bar_height),
+                    row.kind,
+                    f"{row.label}: {row.text}",
+                )
+            )
+        chart.labels.append(Label(Decimal(chart.left - 8), _px(middle + 4), row.label))
+        chart.values.append(Label(_px(chart.left + length + 6), _px(middle + 4), row.text))
+    return chart
