@@ -1,7 +1,8 @@
 """Admin changelist queries with 100 and with 50,000 rows: the same count is the target.
 
 Django's test client, logged in as a superuser, on a SQLite file: the transaction changelist (plain, filtered
-by status, searched by an exact uuid), then the API call and received callback changelists, first with
+by status, searched by an exact uuid), the API call and received callback changelists and the payments
+dashboard (one community, 90 days; on PostgreSQL at a million rows: admin_dashboard.py), first with
 ``--small`` rows of each (default 100), then with ``--large`` (default 50,000; added with ``bulk_create``).
 Every statement the page sends is counted (session and user included); the target is the same count at
 both sizes. The time of those statements (one load) at the large size over the small one is printed too,
@@ -30,6 +31,7 @@ from benchmarks._support import (
     print_measures,
     setup_django,
     temp_workdir,
+    timed_get,
     write_section,
 )
 
@@ -62,6 +64,9 @@ def add_rows(start: int, stop: int) -> None:
                     "custom_fields_json": {"Branch": "x"},
                 },
                 created_at=now - dt.timedelta(minutes=10 * i),
+                succeeded_at=now - dt.timedelta(minutes=10 * i - 2)
+                if STATUSES[i % 6] == "SUCCESSFUL"
+                else None,
             )
             for i in numbers
         )
@@ -109,13 +114,12 @@ def main() -> int:
     with temp_workdir() as workdir:
         setup_django(Path(workdir))
         from django.contrib.auth import get_user_model
-        from django.db import connection
         from django.test import Client
-        from django.test.utils import CaptureQueriesContext
 
-        from django_paycollect.models import Transaction
+        from django_paycollect.models import Community, Transaction
 
         user = get_user_model().objects.create_superuser("admin", "admin@example.com", "not-used")
+        Community.objects.bulk_create(Community(community_id=c, name=c) for c in COMMUNITIES)
         client = Client()
         client.force_login(user)
 
@@ -128,32 +132,14 @@ def main() -> int:
                 "transactions, exact uuid search": f"/admin/paycollect/transaction/?q={first}",
                 "API calls": "/admin/paycollect/apicall/",
                 "received callbacks": "/admin/paycollect/receivedcallback/",
+                "payments dashboard": f"/admin/paycollect/dashboard/?community={COMMUNITIES[0]}&days=90",
             }
 
         def measure(size: int) -> dict[str, tuple[list[tuple[str, float]], float]]:
             results: dict[str, tuple[list[tuple[str, float]], float]] = {}
-            timings: list[float] = []
-
-            def timed(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-                started = time.perf_counter()
-                try:
-                    return execute(sql, params, many, context)
-                finally:
-                    timings.append((time.perf_counter() - started) * 1000)
-
             for name, url in pages().items():
                 client.get(url)  # warm: templates, SQLite pages
-                # The request_started signal empties the query log: start from an empty one.
-                connection.queries_log.clear()
-                timings.clear()
-                with connection.execute_wrapper(timed), CaptureQueriesContext(connection) as captured:
-                    response = client.get(url)
-                # Read now: the next request empties the log. Times are this one load's, in milliseconds.
-                sqls = [q["sql"] for q in captured.captured_queries]
-                times = timings if len(timings) == len(sqls) else [float("nan")] * len(sqls)
-                statements = list(zip(sqls, times, strict=True))
-                if response.status_code != 200:
-                    raise SystemExit(f"{url} answered {response.status_code}")
+                _, statements = timed_get(client, url)  # times are this one load's, in milliseconds
                 times = []
                 for _ in range(args.repeat):
                     started = time.perf_counter()

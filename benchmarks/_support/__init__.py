@@ -13,9 +13,11 @@ import re
 import sqlite3
 import sys
 import tempfile
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 PERFORMANCE_MD = REPO / "docs" / "performance.md"
@@ -26,6 +28,7 @@ SECTION_ORDER = (
     "verification_queries",
     "reconcile_fetch",
     "admin_changelist",
+    "admin_dashboard",
     "prune_api_calls",
     "sandbox_fetch",
 )
@@ -73,6 +76,34 @@ def setup_django(workdir: Path, *, db_name: str = "bench.sqlite3", migrate: bool
 
         call_command("migrate", verbosity=0, interactive=False)
     return db_path
+
+
+def timed_get(client: Any, url: str) -> tuple[Any, list[tuple[str, float]]]:
+    """GET ``url`` with Django's test client: the response, and each statement it sent with its milliseconds.
+
+    Counted by ``CaptureQueriesContext`` (the request_started signal empties the query log, so it starts
+    from an empty one) and timed by ``connection.execute_wrapper``.
+    """
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    timings: list[float] = []
+
+    def timed(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            timings.append((time.perf_counter() - started) * 1000)
+
+    connection.queries_log.clear()
+    with connection.execute_wrapper(timed), CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    if response.status_code != 200:
+        raise SystemExit(f"{url} answered {response.status_code}")
+    sqls = [q["sql"] for q in captured.captured_queries]
+    times = timings if len(timings) == len(sqls) else [float("nan")] * len(sqls)
+    return response, list(zip(sqls, times, strict=True))
 
 
 # --- the machine --------------------------------------------------------------------------------------
