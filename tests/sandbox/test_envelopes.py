@@ -155,7 +155,7 @@ def test_every_endpoint_and_error_path_answers_the_envelope(paycollect_sandbox: 
         w.send("POST", pay, 400, pay_body(sandbox, pay_using="gold"), headers=key)
     )
     assert "promocode_id" in error_fields(
-        w.send("POST", pay, 400, pay_body(sandbox, promocode_id=999), headers=key)
+        w.send("POST", pay, 400, pay_body(sandbox, promocode_id=999_999), headers=key)
     )
     assert "custom_fields" in error_fields(
         w.send("POST", pay, 400, pay_body(sandbox, custom_fields=[{"field_label": "x"}]), headers=key)
