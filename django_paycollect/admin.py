@@ -42,7 +42,7 @@ from .client import PayCollectError
 from .crypto import DecryptionError
 from .dashboard import CurrencyListFilter, DashboardAdmin, RefundCommunityListFilter
 from .exceptions import PayCollectConfigurationError, PaymentRefused
-from .forms import NON_FIELD_ERRORS, CommunityForm, DirectOrderForm, RefundForm, stored_secret_text
+from .forms import CommunityForm, DirectOrderForm, RefundForm, refusal_errors, stored_secret_text
 from .models import (
     ZERO,
     ApiCall,
@@ -88,12 +88,6 @@ def reason(error: Exception) -> str:
     if isinstance(error, PaymentRefused):
         return " ".join(error.messages)
     return str(error)
-
-
-def refusal_errors(error: PaymentRefused) -> dict[str, list[str]]:
-    if hasattr(error, "error_dict"):
-        return error.message_dict
-    return {NON_FIELD_ERRORS: error.messages}
 
 
 class Outcomes:

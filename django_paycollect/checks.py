@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -12,9 +13,12 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.db import DatabaseError
 
+from .client.money import MoneyError, parse_amount, to_piasters
 from .conf import paycollect_settings
 
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]", "testserver"}
+#: What the amount columns hold (14 digits, 2 of them decimals).
+MONEY_COLUMN_MAX = Decimal("999999999999.99")
 
 
 @register(Tags.compatibility)
@@ -79,7 +83,31 @@ def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
             )
         )
     messages += _check_trusted_proxies()
+    messages += _check_max_amount()
     return messages
+
+
+def _check_max_amount() -> list[CheckMessage]:
+    value = paycollect_settings.MAX_AMOUNT
+    try:
+        limit = parse_amount(value)
+        to_piasters(limit)
+    except MoneyError as exc:
+        problem = f"is not an amount ({exc})"
+    else:
+        if limit <= 0:
+            problem = "must be above zero"
+        elif limit > MONEY_COLUMN_MAX:
+            problem = f"is above {MONEY_COLUMN_MAX}, the most the amount columns hold"
+        else:
+            return []
+    return [
+        Error(
+            f"PAYCOLLECT['MAX_AMOUNT'] {problem}.",
+            hint='The largest amount accepted, a Decimal with at most two decimals: Decimal("1000000.00").',
+            id="paycollect.E011",
+        )
+    ]
 
 
 def _check_trusted_proxies() -> list[CheckMessage]:

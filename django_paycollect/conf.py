@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -53,6 +54,9 @@ DEFAULTS: dict[str, Any] = {
     "REDACT_PII": True,
     "DEFAULT_CURRENCY": "EGP",
     "DEFAULT_PAY_USING": "card",
+    # The largest amount a payment, direct order, refund, fee computation or promocode check may name, in any
+    # currency: a few digits too many (a typo, a unit mistake) are refused before anything is stored or sent.
+    "MAX_AMOUNT": Decimal("1000000.00"),
 }
 
 

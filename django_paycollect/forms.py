@@ -1,8 +1,10 @@
-"""Forms of the admin: community credentials, the direct order add form and the refund page.
+"""Forms: billing data for merchants' own checkout pages, and the admin's (community credentials, the
+direct order add form, the refund page).
 
-They only collect and type what the user entered. The rules of the service (names, phones,
-amounts, what is still refundable) are checked by the service layer, whose refusals are mapped
-back onto these forms' fields.
+Names, phones and the largest amount are checked with the app's own rules (django_paycollect.validators,
+the ones the service layer applies), so every problem shows on its field at once. What only the service
+layer or the service can tell (what is still refundable, the service's own refusals) is mapped back onto
+the fields by ``add_service_errors``.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .client import CURRENCIES, CUSTOM_FIELD_TYPES, DEFAULT_CURRENCY
+from .client.validation import normalise_phone
 from .conf import paycollect_settings
+from .exceptions import PaymentRefused
 from .models import MONEY, Community, Transaction
+from .validators import MaxAmountValidator, validate_person_name, validate_phone_number
 
 NON_FIELD_ERRORS = "__all__"
 # URLs typed without a scheme get https (Django 5.0 added the option; 4.2 assumes http).
@@ -105,6 +110,53 @@ class CommunityForm(CommunityModelForm):
         return super().save(commit)
 
 
+def refusal_errors(error: PaymentRefused) -> dict[str, list[str]]:
+    """A refusal's messages by field path; those of no field under ``__all__``."""
+    if hasattr(error, "error_dict"):
+        return error.message_dict
+    return {NON_FIELD_ERRORS: error.messages}
+
+
+class BillingDataForm(forms.Form):
+    """The payer's name, e-mail and mobile for ``services.start_payment``, checked with the app's rules.
+
+    Use it (or its fields) in a checkout form so the customer corrects what the service would refuse
+    before anything is created; :meth:`billing_data` is the ``billing_data`` argument, and
+    :meth:`add_service_errors` puts a later refusal (``billing_data.phone_number``) back on the fields.
+    """
+
+    name = forms.CharField(
+        label=_("Full name"),
+        max_length=200,
+        help_text=_("First and last name."),
+        validators=[validate_person_name],
+        widget=forms.TextInput(attrs={"autocomplete": "name"}),
+    )
+    email = forms.EmailField(label=_("E-mail"), widget=forms.EmailInput(attrs={"autocomplete": "email"}))
+    phone_number = forms.CharField(
+        label=_("Mobile phone"),
+        max_length=32,
+        help_text=_("With + and the country code, for example +201001234567."),
+        validators=[validate_phone_number],
+        widget=forms.TextInput(attrs={"autocomplete": "tel", "inputmode": "tel"}),
+    )
+
+    def clean_name(self) -> str:
+        return " ".join(self.cleaned_data["name"].split())
+
+    def clean_phone_number(self) -> str:
+        return normalise_phone(self.cleaned_data["phone_number"])
+
+    def billing_data(self) -> dict[str, str]:
+        return {name: self.cleaned_data[name] for name in ("name", "email", "phone_number")}
+
+    def add_service_errors(self, refused: PaymentRefused) -> None:
+        """Show a refusal of the service layer (or of the service) on the fields it names."""
+        for path, messages in refusal_errors(refused).items():
+            field = path.removeprefix("billing_data.")
+            self.add_error(field if field in self.fields else None, list(messages))
+
+
 def community_choices(*, with_key_only: bool = True) -> list[tuple[str, str]]:
     """The community configured in settings, then every Community row (only those holding an API key,
     unless ``with_key_only`` is false)."""
@@ -129,6 +181,7 @@ def _money(**kwargs: Any) -> forms.DecimalField:
         max_digits=MONEY["max_digits"],
         decimal_places=MONEY["decimal_places"],
         widget=forms.NumberInput(attrs={"step": "0.01", "class": "vIntegerField"}),
+        validators=[MaxAmountValidator()],
         **kwargs,
     )
 
@@ -177,11 +230,17 @@ class DirectOrderForm(forms.Form):
         label=_("Merchant reference"), max_length=200, required=False, help_text=_("Your own reference.")
     )
     customer_name = _text(
-        label=_("Customer name"), max_length=200, help_text=_("First and last name, separated by a space.")
+        label=_("Customer name"),
+        max_length=200,
+        help_text=_("First and last name, separated by a space."),
+        validators=[validate_person_name],
     )
     customer_email = forms.EmailField(label=_("Customer e-mail"), widget=widgets.AdminEmailInputWidget)
     customer_mobile = _text(
-        label=_("Customer mobile"), max_length=32, help_text=_("With + and the country code: +201001234567.")
+        label=_("Customer mobile"),
+        max_length=32,
+        help_text=_("With + and the country code: +201001234567."),
+        validators=[validate_phone_number],
     )
     customer_title = _text(
         label=_("Customer title"), max_length=100, required=False, help_text=_("Used in the notification.")

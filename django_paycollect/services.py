@@ -31,6 +31,7 @@ from django.core.exceptions import NON_FIELD_ERRORS
 from django.db import IntegrityError, router, transaction
 from django.db.models import Model
 from django.utils import timezone
+from django.utils.translation import gettext
 from rest_framework import serializers as drf_serializers
 
 from . import signals
@@ -68,6 +69,7 @@ from .models import (
     json_safe,
 )
 from .serializers import DirectOrderSerializer, RefundSerializer, StartPaymentSerializer
+from .validators import max_amount
 
 logger = logging.getLogger("django_paycollect.services")
 
@@ -314,6 +316,25 @@ def _validated(
     return dict(serializer.validated_data)
 
 
+def _refuse_above_maximum(**amounts: Any) -> None:
+    """Refuse amounts above ``PAYCOLLECT["MAX_AMOUNT"]`` with a PaymentRefused naming each field.
+
+    Called by every entry point that takes money, after its input checks and before any row or request;
+    anything that is not a number is left to those checks.
+    """
+    limit = max_amount()
+    errors = {
+        field: [
+            gettext("Must be at most %(limit)s (PAYCOLLECT['MAX_AMOUNT']), not %(value)s.")
+            % {"limit": limit, "value": value}
+        ]
+        for field, value in amounts.items()
+        if isinstance(value, (Decimal, int)) and not isinstance(value, bool) and value > limit
+    }
+    if errors:
+        raise PaymentRefused(errors)
+
+
 def _user(user: Any) -> Any:
     """The user to record, or None for anonymous users and callers without one (tasks, commands)."""
     return user if getattr(user, "pk", None) else None
@@ -423,6 +444,7 @@ def prepare_amount(
     community_id: str | None = None,
 ) -> Decimal:
     """The total with the service's fees for ``amount`` (what Pay must charge when fees are in the bill)."""
+    _refuse_above_maximum(amount=amount)
     config = community_config(community_id)
     client = get_client(config)
     envelope, error, _ = _invoke(
@@ -487,6 +509,7 @@ def start_payment(
             "language": language,
         },
     )
+    _refuse_above_maximum(amount=data["amount"])
     config = community_config(data["community_id"])
     amount_id = data["variable_amount_id"] or config.variable_amount_id
     if not amount_id:
@@ -763,6 +786,7 @@ def refund(
     """
     _require_autocommit("refund")
     wanted = _validated(RefundSerializer, {"amount": amount})["amount"]
+    _refuse_above_maximum(amount=wanted)
     with _locked(Transaction, txn.pk) as locked:
         if locked.status != Transaction.SUCCESSFUL:
             raise PaymentRefused(
@@ -860,6 +884,7 @@ def create_direct_order(*, user: Any = None, **fields: Any) -> DirectOrder:
     """
     _require_autocommit("create_direct_order")
     data = _validated(DirectOrderSerializer, fields)
+    _refuse_above_maximum(amount=data["amount"], discount_amount=data["discount_amount"])
     config = community_config(data.pop("community_id"))
     terms = data.pop("recurring")
     order = DirectOrder.objects.create(
@@ -953,6 +978,7 @@ def validate_promocode(
     variable_amount_id: int | None = None,
 ) -> PromocodeValidated:
     """Check a promocode for an amount; pass ``promocode_id`` of the result to :func:`start_payment`."""
+    _refuse_above_maximum(amount=amount)
     config = community_config(community_id)
     client = get_client(config)
     amount_id = variable_amount_id or config.variable_amount_id

@@ -36,11 +36,11 @@ from .types import (
     Tag,
 )
 
-__all__ = ["Checker", "normalise_phone"]
+__all__ = ["PHONE_MESSAGES", "Checker", "name_problem", "normalise_phone", "phone_problem"]
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _PHONE_FORMATTING = re.compile(r"[\s\-().]")
-_E164 = re.compile(r"^\+[1-9]\d{6,14}$")
+_DIGITS = re.compile(r"[0-9]+")
 _PNG = b"\x89PNG\r\n\x1a\n"
 _JPEG = b"\xff\xd8\xff"
 
@@ -60,6 +60,45 @@ def normalise_phone(value: str) -> str:
     if phone.startswith("00"):
         phone = "+" + phone[2:]
     return phone
+
+
+# The rules themselves, once: the client's checks below, the service layer's serializers and the Django form
+# validators (django_paycollect.validators, in words for the person filling a form) all call these.
+
+
+def name_problem(name: str) -> str | None:
+    """``"one_word"`` when ``name`` lacks a first and a last name (the spec's rule), else None."""
+    return "one_word" if len(name.split()) < 2 else None
+
+
+def phone_problem(phone: str) -> str | None:
+    """Why a normalised phone number breaks the spec's rule (a country code first), or None.
+
+    ``"no_plus"``, ``"not_digits"``, ``"country_code"`` (a 0 after the +), ``"too_short"`` (under 7 digits
+    after the +) or ``"too_long"`` (over 15, the most an international number has).
+    """
+    if not phone.startswith("+"):
+        return "no_plus"
+    digits = phone[1:]
+    if not _DIGITS.fullmatch(digits):
+        return "not_digits" if digits else "too_short"
+    if digits.startswith("0"):
+        return "country_code"
+    if len(digits) < 7:
+        return "too_short"
+    if len(digits) > 15:
+        return "too_long"
+    return None
+
+
+#: The client's words for each :func:`phone_problem`.
+PHONE_MESSAGES = {
+    "no_plus": "Must start with + and the country code, then the number (e.g. +201001234567).",
+    "not_digits": "Must hold only digits after the + (e.g. +201001234567).",
+    "country_code": "Must start with the country code after the +, and no country code begins with 0.",
+    "too_short": "Too short: + and the country code, then the number (at least 7 digits after the +).",
+    "too_long": "Too long: at most 15 digits after the +, the country code included.",
+}
 
 
 class Checker:
@@ -205,7 +244,7 @@ class Checker:
 
     def person_name(self, path: str, value: Any) -> str | None:
         name = self.text(path, value)
-        if name is not None and len(name.split()) < 2:
+        if name is not None and name_problem(name):
             self.fail(path, "Must contain a first and a last name separated by a space.")
             return None
         return name
@@ -222,8 +261,9 @@ class Checker:
         if phone is None:
             return None
         phone = normalise_phone(phone)
-        if not _E164.match(phone):
-            self.fail(path, "Must start with + and the country code, then the number (e.g. +201001234567).")
+        problem = phone_problem(phone)
+        if problem:
+            self.fail(path, PHONE_MESSAGES[problem])
             return None
         return phone
 

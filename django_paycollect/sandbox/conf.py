@@ -7,6 +7,7 @@ values with neutral defaults; nothing in the sandbox hard-codes a real name.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -43,6 +44,9 @@ DEFAULTS: dict[str, Any] = {
     # Pay's original_amount is required by the spec. Some clients never send it (the service's own Node
     # SDK among them): False accepts such a payment, for integrators whose live account does.
     "REQUIRE_ORIGINAL_AMOUNT": True,
+    # The largest amount an operation accepts (the service's maximum is not shown): above it, a 400 naming the
+    # field. The app's PAYCOLLECT["MAX_AMOUNT"] default, but a setting of its own: the sandbox is the service.
+    "MAX_AMOUNT": Decimal("1000000.00"),
 }
 
 CALLBACK_UUID_KEYS = ("transaction_uuid", "transaction_id", "both")
@@ -63,6 +67,7 @@ class SandboxSettings:
     journal_max_entries: int
     logo_max_bytes: int
     require_original_amount: bool
+    max_amount: Decimal
 
 
 _cached: SandboxSettings | None = None
@@ -103,6 +108,7 @@ def _read_settings() -> SandboxSettings:
         journal_max_entries=int(merged["JOURNAL_MAX_ENTRIES"]),
         logo_max_bytes=int(merged["LOGO_MAX_BYTES"]),
         require_original_amount=bool(merged["REQUIRE_ORIGINAL_AMOUNT"]),
+        max_amount=Decimal(str(merged["MAX_AMOUNT"])),
     )
 
 

@@ -38,8 +38,15 @@ def validate_full_name(value: str) -> str:
     return " ".join(parts)
 
 
+def check_maximum(value: Decimal) -> None:
+    limit = conf.get_settings().max_amount
+    if value > limit:
+        raise serializers.ValidationError(f"Ensure this amount is at most {limit}.", code="max_amount")
+
+
 class MoneyField(serializers.DecimalField):
-    """A positive amount with at most two decimals; JSON numbers arrive as Decimal (parse_float=Decimal)."""
+    """A positive amount with at most two decimals, at most MAX_AMOUNT; JSON numbers arrive as Decimal
+    (parse_float=Decimal)."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("min_value", Decimal("0.01"))
@@ -50,6 +57,7 @@ class MoneyField(serializers.DecimalField):
             # float cannot reach here from JSON (parsed as Decimal); refusing it keeps binary floats out.
             self.fail("invalid")
         value: Decimal = super().to_internal_value(data)
+        check_maximum(value)
         return value
 
 
@@ -166,6 +174,10 @@ class PaySerializer(serializers.Serializer):  # type: ignore[type-arg]
             raise serializers.ValidationError({"amount_piasters": ["Does not match amount."]})
         if amount is None:
             attrs["amount"] = (Decimal(int(piasters or 0)) / 100).quantize(Decimal("0.01"))
+            try:
+                check_maximum(attrs["amount"])
+            except serializers.ValidationError as exc:
+                raise serializers.ValidationError({"amount_piasters": exc.detail}) from None
         if attrs.get("is_recurring"):
             errors: dict[str, list[str]] = {}
             if not attrs.get("expiry_date"):

@@ -555,10 +555,30 @@ def test_direct_order_refused_by_the_rules_shows_the_errors_on_the_form(
 
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
-    assert "first and a last name" in str(errors["customer_name"])
-    assert "country code" in str(errors["customer_mobile"])
+    assert errors["customer_name"] == ["Enter a first and a last name, separated by a space."]
+    assert errors["customer_mobile"] == ["Start with + and the country code, for example +201001234567."]
     assert not DirectOrder.objects.exists()
     assert sent(paycollect_live, "direct_order") == []
+
+
+@pytest.mark.django_db
+def test_direct_order_amounts_above_the_maximum_are_refused_on_the_form(client, django_user_model, settings):
+    logged_in(client, staff(django_user_model, "add_directorder", "view_directorder"))
+    data = {**ORDER_FORM, "amount": "9999999999.99", "customer_mobile": "+2010012345678901"}
+
+    response = client.post(url("directorder", "add"), data)
+
+    errors = response.context["adminform"].form.errors
+    assert errors["amount"] == ["Enter at most 1,000,000.00: larger amounts are not accepted here."]
+    assert errors["customer_mobile"] == [
+        "This number is too long: at most 15 digits after the +, country code included."
+    ]
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "MAX_AMOUNT": Decimal("100.00")}
+    response = client.post(url("directorder", "add"), {**data, "amount": "100.01", "discount_amount": ""})
+    errors = response.context["adminform"].form.errors
+    assert errors["amount"] == ["Enter at most 100.00: larger amounts are not accepted here."]
+    assert not DirectOrder.objects.exists()
+    assert not ApiCall.objects.exists()
 
 
 @live

@@ -1,5 +1,7 @@
 """System checks and the lazily read PAYCOLLECT setting."""
 
+from decimal import Decimal
+
 import pytest
 from django.core.checks import run_checks
 from django.test import override_settings
@@ -86,3 +88,17 @@ def test_trusted_proxies_are_checked():
     assert "paycollect.E008" in ids(PAYCOLLECT={**GOOD, "TRUSTED_PROXIES": ["not-an-ip"]})
     assert "paycollect.W004" in ids(PAYCOLLECT={**GOOD, "TRUSTED_PROXIES": ["0.0.0.0/0"]})
     assert ids(PAYCOLLECT={**GOOD, "TRUSTED_PROXIES": ["10.0.0.0/8", "::1"]}) == []
+
+
+@pytest.mark.parametrize(
+    "value",
+    [0, Decimal("-1.00"), 1000000.0, "lots", Decimal("1.005"), Decimal("1000000000000.00"), True, None],
+    ids=["zero", "negative", "float", "text", "three-decimals", "above-the-columns", "bool", "none"],
+)
+def test_a_maximum_amount_that_is_not_a_positive_amount_is_an_error(value):
+    assert ids(PAYCOLLECT={**GOOD, "MAX_AMOUNT": value}, DEBUG=False) == ["paycollect.E011"]
+
+
+@pytest.mark.parametrize("value", [Decimal("50000000.00"), 500, "250000.50", Decimal("999999999999.99")])
+def test_the_maximum_amount_may_be_set_to_any_amount_the_columns_hold(value):
+    assert ids(PAYCOLLECT={**GOOD, "MAX_AMOUNT": value}, DEBUG=False) == []

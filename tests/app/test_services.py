@@ -105,6 +105,44 @@ def test_bad_input_is_refused_naming_the_field_and_nothing_is_stored_or_sent(pay
     assert paycollect_live.control.journal("pay") == []
 
 
+def test_amounts_above_the_maximum_are_refused_naming_the_field_before_anything_is_stored_or_sent(
+    paycollect_live, pay, paid_transaction, settings
+):
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "MAX_AMOUNT": Decimal("500.00")}
+    too_much = "Must be at most 500.00 (PAYCOLLECT['MAX_AMOUNT']), not 500.01."
+    with pytest.raises(PaymentRefused) as caught:
+        pay("500.01")
+    assert caught.value.message_dict == {"amount": [too_much]}
+    with pytest.raises(PaymentRefused) as caught:
+        services.prepare_amount(Decimal("500.01"))
+    assert caught.value.message_dict == {"amount": [too_much]}
+    with pytest.raises(PaymentRefused) as caught:
+        services.validate_promocode("SAVE10", amount=Decimal("500.01"), phone_number="+201001234567")
+    assert caught.value.message_dict == {"amount": [too_much]}
+    with pytest.raises(PaymentRefused) as caught:
+        services.create_direct_order(
+            name="Invoice",
+            amount=Decimal("9999999999.99"),
+            payment_methods=["card"],
+            customer_name="Omar Said",
+            customer_email="omar@example.com",
+            customer_mobile="+201001112222",
+        )
+    assert set(caught.value.message_dict) == {"amount"}
+    with pytest.raises(PaymentRefused) as caught:
+        services.refund(paid_transaction, Decimal("600.00"))
+    assert set(caught.value.message_dict) == {"amount"}
+    assert Transaction.objects.get() == paid_transaction  # nothing stored...
+    assert not DirectOrder.objects.exists()
+    assert not Refund.objects.exists()
+    for operation in ("prepare_amount", "validate_promocode", "direct_order", "refund"):
+        assert paycollect_live.control.journal(operation) == []  # ... and nothing sent
+    assert len(paycollect_live.control.journal("pay")) == 1  # the paid transaction's own
+
+    # The maximum itself is accepted.
+    assert pay("500.00").status == Transaction.PENDING
+
+
 def test_a_payment_the_service_refuses_is_rejected_with_its_field_errors(paycollect_live, pay):
     with pytest.raises(PaymentRefused) as caught:
         pay("100.00", variable_amount_id=999999)

@@ -16,7 +16,7 @@ from django_paycollect.client import (
     Tag,
     ValidationError,
 )
-from django_paycollect.client.validation import normalise_phone
+from django_paycollect.client.validation import PHONE_MESSAGES, normalise_phone
 
 from .support import (
     BASE_URL,
@@ -210,17 +210,24 @@ def test_emails_are_checked(client, rsps, email):
 
 
 @pytest.mark.parametrize(
-    "phone", ["01001234567", "1001234567", "+0 100 123 4567", "+20", "phone", "+20abc1234567"]
+    ("phone", "problem"),
+    [
+        ("01001234567", "no_plus"),
+        ("1001234567", "no_plus"),
+        ("phone", "no_plus"),
+        ("+0 100 123 4567", "country_code"),
+        ("+20", "too_short"),
+        ("+", "too_short"),
+        ("+20abc1234567", "not_digits"),
+        ("+٢٠١٠٠١٢٣٤٥٦٧", "not_digits"),  # digits, but not the ASCII ones the service reads
+        ("+2010012345678901", "too_long"),
+    ],
 )
-def test_phone_needs_a_country_code(client, rsps, phone):
+def test_phone_needs_a_country_code(client, rsps, phone, problem):
     errors = refused(
         rsps, lambda: client.pay(**pay_kwargs(billing_data=BillingData(PAYER_NAME, PAYER_EMAIL, phone)))
     )
-    assert errors == {
-        "billing_data.phone_number": [
-            "Must start with + and the country code, then the number (e.g. +201001234567)."
-        ]
-    }
+    assert errors == {"billing_data.phone_number": [PHONE_MESSAGES[problem]]}
     assert set(refused(rsps, lambda: client.create_direct_order(**order_kwargs(customer_mobile=phone)))) == {
         "customer_mobile"
     }

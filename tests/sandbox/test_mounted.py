@@ -149,6 +149,100 @@ def test_dashboard_sets_an_api_payments_urls_and_shows_the_outbox(
     assert "omar@example.com" in client.get("/sandbox/_sandbox/outbox/").content.decode()
 
 
+def test_saving_an_api_payments_urls_says_so_and_refuses_what_is_not_a_web_address(
+    client: Client, identity: dict[str, Any]
+) -> None:
+    pk = identity["variable_amount_id"]
+    page = client.get("/sandbox/_sandbox/").content.decode()
+    assert "Saved:" not in page
+    urls = {"redirect_url": "https://merchant.example/r", "callback_url": "https://merchant.example/c"}
+    saved = client.post(f"/sandbox/_sandbox/api-payments/{pk}/", urls, follow=True)
+    assert saved.redirect_chain == [(f"/sandbox/_sandbox/?saved={pk}#api-payment-{pk}", 302)]
+    assert "Saved: from now on this API payment redirects the customer" in saved.content.decode()
+
+    refused = client.post(
+        f"/sandbox/_sandbox/api-payments/{pk}/", {"redirect_url": "merchant.example/r", "callback_url": ""}
+    )
+    assert refused.status_code == 400
+    assert "Redirect URL: enter an http:// or https:// address, or nothing." in refused.content.decode()
+    assert ApiPayment.objects.get(pk=pk).redirect_url == urls["redirect_url"]  # unchanged
+
+
+def test_amounts_above_the_maximum_are_refused_with_a_400_naming_the_field(
+    client: Client, identity: dict[str, Any], settings: Settings
+) -> None:
+    key = identity["api_key"]
+    pay_path = "/sandbox/api/v1/payments/pay/variable-amount"
+    over = {**_pay_body(identity), "amount": "1000000.01"}
+    refused = _post(client, pay_path, over, x_api_key=key)
+    assert refused.status_code == 400
+    assert refused.json()["status"]["errors"] == [{"amount": ["Ensure this amount is at most 1000000.00."]}]
+    in_piasters = {k: v for k, v in _pay_body(identity).items() if k != "amount"} | {
+        "amount_piasters": 100000001
+    }
+    refused = _post(client, pay_path, in_piasters, x_api_key=key)
+    assert refused.json()["status"]["errors"] == [
+        {"amount_piasters": ["Ensure this amount is at most 1000000.00."]}
+    ]
+    at_most = _post(client, pay_path, {**_pay_body(identity), "amount": "1000000.00"}, x_api_key=key)
+    assert at_most.status_code == 200
+
+    settings.PAYCOLLECT_SANDBOX = {"CALLBACK_WORKER": False, "MAX_AMOUNT": Decimal("50.00")}
+    prepared = _post(
+        client,
+        "/sandbox/api/v1/payments/prepare-amount/",
+        {"community_id": identity["community_id"], "amount": "50.01"},
+    )
+    assert prepared.json()["status"]["errors"] == [{"amount": ["Ensure this amount is at most 50.00."]}]
+    assert Transaction.objects.count() == 1
+
+
+def test_the_payment_page_shows_what_a_promocode_took_off_and_no_empty_discount(
+    client: Client, identity: dict[str, Any]
+) -> None:
+    key = identity["api_key"]
+    pay_path = "/sandbox/api/v1/payments/pay/variable-amount"
+    checked = client.post(
+        "/sandbox/api/promocodes/validate/",
+        data=json.dumps(
+            {
+                "name": "SAVE10",
+                "community_id": identity["community_id"],
+                "phone_number": "+201001234567",
+                "amount": "100.00",
+                "currency": "EGP",
+                "payment_for": "API_PAYMENT",
+                "variable_amount_id": str(identity["variable_amount_id"]),
+            }
+        ),
+        content_type="application/json",
+    ).json()["data"]
+    body = {**_pay_body(identity), "amount": "90.00", "original_amount": "90.00"}
+    paid = _post(client, pay_path, {**body, "promocode_id": checked["promocode_id"]}, x_api_key=key)
+    page = client.get(f"/sandbox/pay/{paid.json()['data']['transaction_uuid']}/").content.decode()
+    assert "Promocode SAVE10" in page
+    assert "-10%, already taken off the amount" in page
+
+    order = _post(
+        client,
+        "/sandbox/api/orders/create-direct-order/",
+        {
+            "name": "Trip",
+            "community_id": identity["community_id"],
+            "amount": {"amount": 50, "currency": "EGP"},
+            "payment_methods": ["card"],
+            "customer_name": "Omar Hassan",
+            "customer_email": "omar@example.com",
+            "customer_mobile": "+201112223334",
+        },
+        x_api_key=key,
+    ).json()["data"]
+    order_page = client.get(order["payment_link"].removeprefix("http://testserver")).content.decode()
+    assert 'id="total">50.00 EGP' in order_page
+    for absent in ('id="discount"', 'id="subtotal"', 'id="vat"'):
+        assert absent not in order_page  # no "Discount -0.00 EGP" without a discount
+
+
 def test_seed_command_prints_the_credentials(identity: dict[str, Any]) -> None:
     out = StringIO()
     call_command("paycollect_sandbox_seed", stdout=out)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -13,7 +15,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from .. import journal, services
+from .. import journal, money, services
 from ..conf import get_settings
 from ..envelope import ApiError, loads
 from ..journal import redact_url
@@ -24,6 +26,7 @@ from ..models import (
     DirectOrder,
     MerchantInboxItem,
     OutboxMessage,
+    Promocode,
     Transaction,
 )
 from ..state import now, writing
@@ -99,8 +102,16 @@ def _payment_context(tx: Transaction) -> dict[str, Any]:
         "kiosk": services.is_kiosk(tx.pay_using),
         "fees": fees,
         "totals": totals,
+        "promocode_off": _promocode_off(tx.promocode, tx.currency) if tx.promocode is not None else "",
         "custom_fields": sorted((tx.custom_fields_json or {}).items()),
     }
+
+
+def _promocode_off(promo: Promocode, currency: str) -> str:
+    """What a promocode takes off by its rule, "10%" or "25.00 EGP" (the amount Pay charges has it off)."""
+    if promo.kind == Promocode.Kind.PERCENTAGE:
+        return f"{promo.value.normalize():f}%"
+    return f"{money.text(promo.value)} {promo.currency or currency}"
 
 
 # --- the direct order's payment link -------------------------------------------------------------------
@@ -219,6 +230,13 @@ def _dashboard_enabled() -> None:
 @require_http_methods(["GET"])
 def dashboard(request: HttpRequest) -> HttpResponse:
     _dashboard_enabled()
+    saved = request.GET.get("saved", "")
+    return _render_dashboard(request, saved=int(saved) if saved.isdigit() else None)
+
+
+def _render_dashboard(
+    request: HttpRequest, *, saved: int | None = None, errors: dict[int, list[str]] | None = None
+) -> HttpResponse:
     context = {
         "communities": Community.objects.order_by("id").prefetch_related("api_payments"),
         "transactions": Transaction.objects.select_related("community", "series").order_by("-id")[:50],
@@ -228,23 +246,43 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         ],
         "now": now(),
         "control_api": get_settings().control_api,
+        "saved": saved,
+        "errors": errors or {},
     }
-    return render(request, "paycollect_sandbox/dashboard.html", context)
+    return render(request, "paycollect_sandbox/dashboard.html", context, status=400 if errors else 200)
 
 
 @require_http_methods(["POST"])
 def api_payment_settings(request: HttpRequest, pk: int) -> HttpResponse:
     """The dashboard's form for an API payment's redirect and callback URLs (the spec's dashboard setting)."""
     _dashboard_enabled()
+    urls = {name: request.POST.get(name, "").strip() for name in ("redirect_url", "callback_url")}
+    problems = [
+        f"{label}: enter an http:// or https:// address, or nothing."
+        for name, label in (("redirect_url", "Redirect URL"), ("callback_url", "Callback URL"))
+        if urls[name] and not _is_web_url(urls[name])
+    ]
     with writing():
         api_payment = ApiPayment.objects.filter(pk=pk).first()
         if api_payment is None:
             return _not_found(request, "API payment")
-        api_payment.redirect_url = request.POST.get("redirect_url", "").strip()
-        api_payment.callback_url = request.POST.get("callback_url", "").strip()
+        if problems:
+            return _render_dashboard(request, errors={api_payment.pk: problems})
+        api_payment.redirect_url = urls["redirect_url"]
+        api_payment.callback_url = urls["callback_url"]
         api_payment.requires_member_id = request.POST.get("requires_member_id") == "on"
         api_payment.save()
-    return HttpResponseRedirect(reverse("paycollect_sandbox:dashboard"))
+    # Back to the dashboard, which says what was saved, at the form that saved it.
+    target = reverse("paycollect_sandbox:dashboard")
+    return HttpResponseRedirect(f"{target}?saved={api_payment.pk}#api-payment-{api_payment.pk}")
+
+
+def _is_web_url(value: str) -> bool:
+    try:
+        URLValidator(schemes=["http", "https"])(value)
+    except ValidationError:
+        return False
+    return True
 
 
 @require_http_methods(["GET"])
