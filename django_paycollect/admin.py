@@ -249,6 +249,64 @@ class ReadOnlyInline(TabularInline[_M, Any]):
         )
 
 
+def cancel_refusal(series: RecurringSeries) -> str | None:
+    """Why cancelling ``series`` would be refused before anything is sent, or None."""
+    if series.cancel_state in (RecurringSeries.CANCEL_DONE, RecurringSeries.CANCEL_PENDING):
+        return gettext("Series already %(state)s.") % {"state": series.get_cancel_state_display()}
+    return None
+
+
+def confirm_cancel_recurring(
+    model_admin: PayCollectAdmin[Any],
+    request: HttpRequest,
+    queryset: QuerySet[Any],
+    series: Sequence[RecurringSeries],
+    unrelated: Sequence[str],
+) -> TemplateResponse | None:
+    """Like Django's delete confirmation: the series and what stops first; cancel once confirmed.
+
+    ``queryset`` is what was selected in the changelist (transactions or series), posted back as is;
+    ``unrelated`` labels selected transactions that belong to no series.
+    """
+    if request.POST.get("post") == "yes":
+        outcomes = Outcomes(gettext("Cancel recurring"))
+        outcomes.failed += [(label, gettext("not part of a recurring series")) for label in unrelated]
+        cancel_series(request, series, outcomes)
+        outcomes.report(request)
+        return None  # back to the changelist
+    parents = {
+        txn.uuid: txn
+        for txn in Transaction.objects.filter(uuid__in=[one.parent_uuid for one in series]).only(
+            "pk", "uuid", "customer_name", "customer_email", "total_amount", "currency"
+        )
+    }
+    rows = [
+        {
+            "series": one,
+            "parent": parents.get(one.parent_uuid),
+            "url": _change_url(one),
+            "refusal": cancel_refusal(one),
+        }
+        for one in series
+    ]
+    cancellable = sum(1 for row in rows if row["refusal"] is None)
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": gettext("Cancel recurring series"),
+        "subtitle": None,
+        "opts": model_admin.opts,
+        "rows": rows,
+        "unrelated": unrelated,
+        "cancellable": cancellable,
+        "queryset": queryset,
+        "action_name": request.POST.get("action", ""),
+        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        "media": model_admin.media,
+    }
+    request.current_app = model_admin.admin_site.name
+    return TemplateResponse(request, "admin/paycollect/cancel_recurring_confirmation.html", context)
+
+
 def cancel_series(request: HttpRequest, series: Iterable[RecurringSeries], outcomes: Outcomes) -> None:
     for one in series:
         label = one.parent_uuid
@@ -543,18 +601,17 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
         url = reverse("admin:paycollect_transaction_refund") + "?" + urlencode(query)
         return HttpResponseRedirect(f"{url}&{preserved}" if preserved else url)
 
-    @admin.action(description=_("Cancel the recurring series"), permissions=["cancel_recurring"])
-    def cancel_recurring(self, request: HttpRequest, queryset: QuerySet[Transaction]) -> None:
-        outcomes = Outcomes(gettext("Cancel recurring"))
+    @admin.action(description=_("Cancel the recurring series…"), permissions=["cancel_recurring"])
+    def cancel_recurring(self, request: HttpRequest, queryset: QuerySet[Transaction]) -> HttpResponse | None:
         series: dict[int, RecurringSeries] = {}
+        unrelated: list[str] = []
         for txn in queryset.select_related("series", "series_as_parent"):
             found = txn.series or getattr(txn, "series_as_parent", None)
             if found is None:
-                outcomes.failed.append((str(txn), gettext("not part of a recurring series")))
+                unrelated.append(str(txn))
             else:
                 series.setdefault(found.pk, found)
-        cancel_series(request, series.values(), outcomes)
-        outcomes.report(request)
+        return confirm_cancel_recurring(self, request, queryset, list(series.values()), unrelated)
 
     # --- the refund page
 
@@ -716,11 +773,9 @@ class RecurringSeriesAdmin(PayCollectAdmin[RecurringSeries]):
     def has_cancel_permission(self, request: HttpRequest) -> bool:
         return self._has_perm(request, "cancel_recurringseries")
 
-    @admin.action(description=_("Cancel the series (stop future charges)"), permissions=["cancel"])
-    def cancel(self, request: HttpRequest, queryset: QuerySet[RecurringSeries]) -> None:
-        outcomes = Outcomes(gettext("Cancel recurring"))
-        cancel_series(request, queryset, outcomes)
-        outcomes.report(request)
+    @admin.action(description=_("Cancel the series (stop future charges)…"), permissions=["cancel"])
+    def cancel(self, request: HttpRequest, queryset: QuerySet[RecurringSeries]) -> HttpResponse | None:
+        return confirm_cancel_recurring(self, request, queryset, list(queryset), [])
 
 
 # --- direct orders ---------------------------------------------------------------------------------

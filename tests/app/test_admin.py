@@ -387,18 +387,24 @@ def test_refund_page_counts_pending_refunds_and_refuses_an_amount_typed_against_
 @pytest.mark.django_db(transaction=True)
 def test_refund_page_explains_what_cannot_be_refunded(client, django_user_model):
     pending = local_transaction(uuid="pending-0001", status=Transaction.PENDING)
+    failed = local_transaction(uuid="failed-0001", status=Transaction.FAILED, total_amount=Decimal("70.00"))
     refunded = local_transaction(uuid="refunded-0001", refunded_amount=Decimal("100.00"))
     logged_in(client, staff(django_user_model, "view_transaction", "refund_transaction"))
-    page_url, page = refund_page(client, [pending, refunded])
+    page_url, page = refund_page(client, [pending, failed, refunded])
     html = page.content.decode()
     assert "Only a successful transaction can be refunded (status PENDING)." in html
+    assert "Only a successful transaction can be refunded (status FAILED)." in html
+    # The "Paid" column says so only for a paid transaction.
+    failed_row = re.search(r"<tr>\s*<td><a [^>]*>failed-0001.*?</tr>", html, re.S)[0]
+    assert "Not paid (failed)" in failed_row
+    assert "70.00" not in failed_row
     assert "Nothing is left to refund" in html
     assert "Refund through the service" not in html  # no submit button: nothing to refund
 
     response = client.post(page_url, {})
 
     assert response.status_code == 302
-    assert "Refund: 2 failed." in text_of(response)
+    assert "Refund: 3 failed." in text_of(response)
     assert not Refund.objects.exists()
     assert not ApiCall.objects.exists()
 
@@ -426,17 +432,41 @@ def test_refund_without_permission_is_not_offered_and_the_page_is_forbidden(clie
 
 
 @live
-def test_cancel_recurring_from_the_transactions(
+def test_cancel_recurring_from_the_transactions_asks_for_confirmation_first(
     paycollect_live, recurring_transaction, paid_transaction, client, django_user_model
 ):
     user = staff(django_user_model, "view_transaction", "cancel_recurringseries")
     logged_in(client, user)
-
-    response = post_action(
-        client, "transaction", "cancel_recurring", [recurring_transaction, paid_transaction]
-    )
-
+    selected = [recurring_transaction, paid_transaction]
     series = series_of(recurring_transaction)
+
+    page = post_action(client, "transaction", "cancel_recurring", selected)
+
+    # Like Django's delete confirmation: the series, what stops and what stays; nothing sent yet.
+    assert page.status_code == 200
+    assert page.templates[0].name == "admin/paycollect/cancel_recurring_confirmation.html"
+    html = page.content.decode()
+    assert "Are you sure you want to cancel this recurring series?" in html
+    assert "Stops: every future renewal charge." in html
+    assert "Stays: the charges already made. They are not refunded" in html
+    row = re.search(r'<table id="series-to-cancel">.*?</table>', html, re.S)[0]
+    assert series.parent_uuid in row
+    assert "Mona Ali" in row
+    assert "50.00 EGP" in row
+    assert "every 30 days or more" in row
+    assert f"{paid_transaction}</td>" in row
+    assert "Left alone: not part of a recurring series." in row
+    assert sorted(re.findall(r'name="_selected_action" value="(\d+)"', html)) == sorted(
+        str(t.pk) for t in selected
+    )
+    assert 'name="action" value="cancel_recurring"' in html
+    assert sent(paycollect_live, "cancel_recurring") == []
+    assert series_of(recurring_transaction).cancel_state == RecurringSeries.CANCEL_NONE
+
+    response = post_action(client, "transaction", "cancel_recurring", selected, post="yes")
+
+    assert response.status_code == 302
+    series.refresh_from_db()
     assert series.cancel_state == RecurringSeries.CANCEL_DONE
     assert not series.active
     assert series.cancelled_by == user
@@ -451,13 +481,19 @@ def test_cancel_from_the_series_admin_once(paycollect_live, recurring_transactio
     series = series_of(recurring_transaction)
     logged_in(client, staff(django_user_model, "view_recurringseries", "cancel_recurringseries"))
 
-    first = post_action(client, "recurringseries", "cancel", [series])
-    second = post_action(client, "recurringseries", "cancel", [series])
+    first = post_action(client, "recurringseries", "cancel", [series], post="yes")
+    page = post_action(client, "recurringseries", "cancel", [series])
+    again = post_action(client, "recurringseries", "cancel", [series], post="yes")
 
     series.refresh_from_db()
     assert series.cancel_state == RecurringSeries.CANCEL_DONE
     assert "Cancel recurring: 1 succeeded" in text_of(first)
-    assert "already cancelled" in text_of(second).lower()
+    # Asked again: the page says it is done already and offers no confirmation; a forced post is refused.
+    html = page.content.decode()
+    assert "None of the selected items can be cancelled" in html
+    assert "Left alone: Series already cancelled." in html
+    assert 'id="confirm-cancel"' not in html
+    assert "already cancelled" in text_of(again).lower()
     assert len(sent(paycollect_live, "cancel_recurring")) == 1
 
 
