@@ -42,7 +42,7 @@ def join(
     page.check(f"input[name=pay_using][value={pay_using}]")
     page.fill("#id_name", name)
     page.fill("#id_email", email)
-    page.fill("#id_phone", phone)
+    page.fill("#id_phone_number", phone)
     page.fill("#id_promocode", promocode)
     page.click("#join-form button[type=submit]")
     page.wait_for_url(re.compile(r"/memberships/[0-9a-f-]+/$"))

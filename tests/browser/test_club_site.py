@@ -258,3 +258,84 @@ def test_the_pages_need_no_external_resource(site: ClubSite) -> None:
     for path in ("/", "/join/"):
         html = requests.get(f"{site.url}{path}", timeout=10).text
         assert not re.search(r"""(src|href)=["']https?://(?!127\.0\.0\.1)""", html), path
+
+
+def test_the_join_form_checks_the_details_first_and_a_refused_pay_lets_the_member_correct_them(
+    page: Any, site: ClubSite
+) -> None:
+    email = unique_email("details")
+    page.goto(f"{site.url}/join/")
+    page.fill("#id_name", "Mona")
+    page.fill("#id_email", email)
+    page.fill("#id_phone_number", "+2010012345678901")
+    page.click("#join-form button[type=submit]")
+
+    # Refused on the form, in the customer's words, with the payment app's rules: nothing was created.
+    assert page.url == f"{site.url}/join/"
+    form = page.locator("#join-form")
+    expect(form).to_contain_text("Enter a first and a last name, separated by a space.")
+    expect(form).to_contain_text("This number is too long: at most 15 digits after the +")
+    expect(page.locator("#join-form")).not_to_contain_text("billing_data")
+    screenshot(page, "demo-join-errors", docs=True)
+    page.goto(f"{site.url}/")
+    expect(page.locator("body")).not_to_contain_text(email)
+
+    # A number the app's rules accept (7 digits after +) but the service refuses (it wants 10 to 15).
+    join(page, site, email=email, phone="+2010012")
+    membership_url = page.url
+    page.click("#pay-button")
+    expect(page.locator("#details-form")).to_be_visible()
+    expect(page.locator("ul.messages")).to_contain_text("did not accept these details")
+    expect(page.locator("#details-form")).to_contain_text("country code")
+    expect(page.locator("#details-form")).not_to_contain_text("billing_data")
+    assert page.input_value("#id_phone_number") == "+2010012"
+    screenshot(page, "demo-details-correction")
+
+    page.fill("#id_phone_number", "+20 100 123 4567")
+    page.click("#details-form button[type=submit]")
+    page.wait_for_url(membership_url)
+    expect(page.locator("#payer")).to_contain_text("+201001234567")
+    page.click("#pay-button")
+    page.wait_for_url(re.compile(r"/sandbox/pay/"))
+    page.click("button.pay")
+    page.wait_for_url(re.compile(r"/payment/thanks/"))
+    assert status_of(page) == "paid"
+
+    # One membership for this customer, whatever the tries: none left behind unpaid.
+    page.goto(f"{site.url}/")
+    expect(page.locator("table tr", has_text="Mona Ali")).to_have_count(1)
+
+
+def test_cancelling_a_recurring_series_in_the_admin_asks_for_confirmation(page: Any, site: ClubSite) -> None:
+    join(page, site, email=unique_email("monthly"), billing="monthly")
+    page.click("#pay-button")
+    page.wait_for_url(re.compile(r"/sandbox/pay/"))
+    uuid = page.inner_text("#transaction-uuid")
+    page.click("button.pay")
+    page.wait_for_url(re.compile(r"/payment/thanks/"))
+    login(page, site, next_path="/admin/paycollect/recurringseries/")
+
+    page.check(f"tr:has-text('{uuid}') input.action-select")
+    page.select_option("select[name=action]", "cancel")
+    page.click("button[name=index]")
+
+    # Like Django's delete confirmation: the series, what stops, what stays; nothing sent yet.
+    expect(page.locator("h1")).to_have_text("Cancel recurring series")
+    expect(page.locator("#series-to-cancel")).to_contain_text(uuid)
+    expect(page.locator("#series-to-cancel")).to_contain_text("every 30 days or more")
+    expect(page.locator("#what-stops")).to_contain_text("Stops: every future renewal charge")
+    expect(page.locator("#what-stops")).to_contain_text("Stays: the charges already made")
+    screenshot(page, "admin-cancel-confirmation", docs=True)
+    assert site.control.transaction(uuid)["transaction"]["recurring"]["active"] is True
+
+    # "No, take me back" changes nothing; confirming cancels at the service.
+    page.click("a.cancel-link")
+    page.wait_for_url(re.compile(r"/admin/paycollect/recurringseries/"))
+    assert site.control.transaction(uuid)["transaction"]["recurring"]["active"] is True
+    page.check(f"tr:has-text('{uuid}') input.action-select")
+    page.select_option("select[name=action]", "cancel")
+    page.click("button[name=index]")
+    page.click("#confirm-cancel")
+    page.wait_for_url(re.compile(r"/admin/paycollect/recurringseries/(\?.*)?$"))
+    expect(page.locator("ul.messagelist")).to_contain_text("Cancel recurring: 1 succeeded")
+    assert site.control.transaction(uuid)["transaction"]["recurring"]["active"] is False

@@ -1,4 +1,8 @@
-"""The membership checkout form and the staff's invoice form."""
+"""The membership checkout form and the staff's invoice form.
+
+Both check names, phones and amounts with django-paycollect's own rules (its BillingDataForm and
+validators, the rules the service layer applies), so a customer corrects them before anything is created.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,9 @@ from decimal import Decimal
 from typing import Any
 
 from django import forms
+
+from django_paycollect.forms import BillingDataForm
+from django_paycollect.validators import MaxAmountValidator, validate_person_name, validate_phone_number
 
 from .models import Billing, PayUsing, Plan
 
@@ -22,15 +29,14 @@ CUSTOM_FIELD_TYPES = [
 CUSTOM_FIELD_ROWS = 3
 
 
-class JoinForm(forms.Form):
+class JoinForm(BillingDataForm):
+    """The plan and how to pay, with the payer's name, e-mail and mobile (BillingDataForm)."""
+
     plan = forms.ChoiceField(choices=Plan.choices, initial=Plan.STANDARD, widget=forms.RadioSelect)
     billing = forms.ChoiceField(choices=Billing.choices, initial=Billing.YEARLY, widget=forms.RadioSelect)
     pay_using = forms.ChoiceField(
         label="Payment method", choices=PayUsing.choices, initial=PayUsing.CARD, widget=forms.RadioSelect
     )
-    name = forms.CharField(label="Full name", max_length=200, help_text="First and last name.")
-    email = forms.EmailField(label="E-mail")
-    phone = forms.CharField(label="Mobile phone", max_length=32, help_text="For example +201001234567.")
     promocode = forms.CharField(label="Promocode", max_length=50, required=False)
 
     def clean_promocode(self) -> str:
@@ -53,14 +59,33 @@ class InvoiceForm(forms.Form):
         label="Description", required=False, widget=forms.Textarea(attrs={"rows": 2})
     )
     customer_title = forms.CharField(label="Title", max_length=100, required=False)
-    customer_name = forms.CharField(label="Customer name", max_length=200)
+    customer_name = forms.CharField(
+        label="Customer name",
+        max_length=200,
+        validators=[validate_person_name],
+        help_text="First and last name.",
+    )
     customer_email = forms.EmailField(label="Customer e-mail")
-    customer_mobile = forms.CharField(label="Customer mobile", max_length=32)
+    customer_mobile = forms.CharField(
+        label="Customer mobile",
+        max_length=32,
+        validators=[validate_phone_number],
+        help_text="With + and the country code, for example +201001234567.",
+    )
     amount = forms.DecimalField(
-        label="Amount (EGP)", min_value=Decimal("0.01"), max_digits=12, decimal_places=2
+        label="Amount (EGP)",
+        min_value=Decimal("0.01"),
+        max_digits=12,
+        decimal_places=2,
+        validators=[MaxAmountValidator()],
     )
     discount_amount = forms.DecimalField(
-        label="Discount (EGP)", required=False, min_value=Decimal("0.01"), max_digits=12, decimal_places=2
+        label="Discount (EGP)",
+        required=False,
+        min_value=Decimal("0.01"),
+        max_digits=12,
+        decimal_places=2,
+        validators=[MaxAmountValidator()],
     )
     vat_percentage = forms.DecimalField(
         label="VAT %",

@@ -9,6 +9,7 @@ urlpatterns = [
     path("join/", views.join, name="join"),
     path("memberships/<uuid:public_id>/", views.membership_page, name="membership"),
     path("memberships/<uuid:public_id>/pay/", views.pay, name="pay"),
+    path("memberships/<uuid:public_id>/details/", views.details, name="details"),
     path("memberships/<uuid:public_id>/status/", views.membership_status, name="membership_status"),
     path(
         "memberships/<uuid:public_id>/simulate-kiosk-payment/",

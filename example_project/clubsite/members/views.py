@@ -31,6 +31,7 @@ from django_paycollect import services
 from django_paycollect.client import PayCollectError
 from django_paycollect.conf import paycollect_settings
 from django_paycollect.exceptions import PayCollectConfigurationError, PaymentRefused
+from django_paycollect.forms import BillingDataForm
 from django_paycollect.models import DirectOrder, Transaction
 from django_paycollect.serializers import service_id_of
 
@@ -65,9 +66,14 @@ def _owned_membership(request: HttpRequest, public_id: UUID) -> Membership:
 
 
 def _refusal_messages(error: PaymentRefused) -> list[str]:
-    if hasattr(error, "error_dict"):
-        return [f"{field}: {message}" for field, items in error.message_dict.items() for message in items]
+    """The refusal's messages, without the field paths (a customer reads them)."""
     return list(error.messages)
+
+
+def _refuses_billing_data(error: PaymentRefused) -> bool:
+    return hasattr(error, "error_dict") and any(
+        path.startswith("billing_data.") for path in error.message_dict
+    )
 
 
 def _add_refusal(form: Any, error: PaymentRefused, field_map: dict[str, str] | None = None) -> None:
@@ -103,24 +109,27 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def join(request: HttpRequest) -> HttpResponse:
-    """The checkout form: plan, billing, method, promocode. Creates the membership; no payment yet."""
+    """The checkout form: plan, billing, method, promocode and the payer's details, checked with the payment
+    app's rules first. Creates the membership (or updates this browser's unpaid one); no payment yet."""
     initial = {"plan": request.GET.get("plan")} if request.GET.get("plan") in Plan.values else {}
     form = JoinForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
-        membership = _new_membership(form)
+        membership = _new_membership(request, form)
         if membership is not None:
             _remember(request, membership)
             return redirect(membership)
     return render(request, "members/join.html", {"form": form, "prices": PRICES, "currency": CURRENCY})
 
 
-def _new_membership(form: JoinForm) -> Membership | None:
+def _new_membership(request: HttpRequest, form: JoinForm) -> Membership | None:
     data = form.cleaned_data
     price = price_of(data["plan"], data["billing"])
     discount, promocode_id = ZERO, None
     if data["promocode"]:
         try:
-            checked = services.validate_promocode(data["promocode"], amount=price, phone_number=data["phone"])
+            checked = services.validate_promocode(
+                data["promocode"], amount=price, phone_number=data["phone_number"]
+            )
         except PaymentRefused as error:
             form.add_error(
                 "promocode", f"This promocode cannot be used: {' '.join(_refusal_messages(error))}"
@@ -144,20 +153,65 @@ def _new_membership(form: JoinForm) -> Membership | None:
             logger.exception("fees could not be computed")
             form.add_error(None, "The payment service cannot be reached now. Please try again in a minute.")
             return None
-    return Membership.objects.create(
-        plan=data["plan"],
-        billing=data["billing"],
-        pay_using=data["pay_using"],
-        name=data["name"],
-        email=data["email"],
-        phone=data["phone"],
-        price=price,
-        promocode=data["promocode"] if promocode_id else "",
-        promocode_id=promocode_id,
-        discount=discount,
-        amount=amount,
-        total_with_fees=total,
+    fields = {
+        "plan": data["plan"],
+        "billing": data["billing"],
+        "pay_using": data["pay_using"],
+        "name": data["name"],
+        "email": data["email"],
+        "phone": data["phone_number"],
+        "price": price,
+        "promocode": data["promocode"] if promocode_id else "",
+        "promocode_id": promocode_id,
+        "discount": discount,
+        "amount": amount,
+        "total_with_fees": total,
+    }
+    # The same e-mail and plan sent again from this browser (the back button, a second try) updates the
+    # unpaid membership it started, so no forgotten memberships pile up.
+    mine = Membership.objects.filter(
+        public_id__in=request.session.get(SESSION_KEY, []), email__iexact=data["email"], plan=data["plan"]
     )
+    unpaid = next((membership for membership in mine if _changeable(membership)), None)
+    if unpaid is not None:
+        Membership.objects.filter(pk=unpaid.pk).update(**fields)
+        unpaid.refresh_from_db()
+        return unpaid
+    return Membership.objects.create(**fields)
+
+
+def _changeable(membership: Membership) -> bool:
+    """Whether the membership's details may still change: not paid, and no payment under way."""
+    if membership.status not in (Membership.NEW, Membership.FAILED):
+        return False
+    payment = membership.latest_payment()
+    return payment is None or payment.status not in Transaction.OPEN_STATUSES
+
+
+def details(request: HttpRequest, public_id: UUID) -> HttpResponse:
+    """Correct the payer's name, e-mail or mobile of an unpaid membership (before paying, or after the
+    payment service refused them)."""
+    membership = _owned_membership(request, public_id)
+    if not _changeable(membership):
+        messages.info(request, "These details can no longer change: the payment is under way or done.")
+        return redirect(membership)
+    form = BillingDataForm(request.POST or None, initial=_billing_initial(membership))
+    if request.method == "POST" and form.is_valid():
+        data = form.billing_data()
+        Membership.objects.filter(pk=membership.pk).update(
+            name=data["name"], email=data["email"], phone=data["phone_number"]
+        )
+        messages.success(request, "Your details are updated. Check your order, then pay.")
+        return redirect(membership)
+    return _details_page(request, membership, form)
+
+
+def _billing_initial(membership: Membership) -> dict[str, str]:
+    return {"name": membership.name, "email": membership.email, "phone_number": membership.phone}
+
+
+def _details_page(request: HttpRequest, membership: Membership, form: BillingDataForm) -> HttpResponse:
+    return render(request, "members/details.html", {"membership": membership, "form": form})
 
 
 @require_POST
@@ -192,8 +246,15 @@ def pay(request: HttpRequest, public_id: UUID) -> HttpResponse:
             ],
         )
     except PaymentRefused as error:
+        if _refuses_billing_data(error):
+            # The payment service refused the payer's details: show them, with its words on each field.
+            form = BillingDataForm(_billing_initial(membership))
+            form.is_valid()
+            form.add_service_errors(error)
+            messages.error(request, "The payment service did not accept these details: please correct them.")
+            return _details_page(request, membership, form)
         for message in _refusal_messages(error):
-            messages.error(request, message)
+            messages.error(request, f"The payment could not be started: {message}")
         return redirect(membership)
     except (PayCollectError, PayCollectConfigurationError):
         logger.exception("%s: the payment could not be started", membership.reference)
@@ -242,6 +303,7 @@ def _membership_context(request: HttpRequest, membership: Membership) -> dict[st
         "currency": CURRENCY,
         "monthly": membership.billing == Billing.MONTHLY,
         "live": membership.status == Membership.PENDING,
+        "can_change_details": _changeable(membership),
         "status_url": reverse("members:membership_status", args=[membership.public_id]),
         "poll_ms": POLL_MS,
         "refresh_seconds": REFRESH_SECONDS,
