@@ -1,18 +1,55 @@
 # Everything a contributor or CI runs. `make test` works on a fresh machine: it creates .venv.
-PYTHON ?= python3
+#
+# Virtualenvs. `.venv` (python3, Django 5.2 LTS on Python 3.11) is the one `make test`, `make demo` and
+# `make docs` use. DJANGO=6.0 or DJANGO=6.1 selects a virtualenv of its own, .venv-django6.1, holding that
+# Django on the Python that CI runs it with (PYTHON_<version> below, found by .ci/python.sh):
+#   make test-suite DJANGO=6.1        the whole suite on SQLite under Django 6.1 / Python 3.13
+#   make test-postgres DJANGO=6.1     the PostgreSQL suite there (CI runs PostgreSQL, worker and browser there)
+#   make test-matrix                  test-suite on every Django of MATRIX
+DJANGO ?=
+PYTHON_5.2 := 3.11
+PYTHON_6.0 := 3.12
+PYTHON_6.1 := 3.13
+# The runs of `make test-matrix`, beside `make test`'s (Django 5.2 LTS on Python 3.11).
+MATRIX := 6.0 6.1
+
+ifeq ($(strip $(DJANGO)),)
 VENV ?= .venv
+PYTHON ?= python3
+EXTRAS ?= test,dev
+DJANGO_REQUIREMENT :=
+else
+ifeq ($(PYTHON_$(DJANGO)),)
+$(error DJANGO=$(DJANGO) is not supported: choose one of 5.2, 6.0, 6.1)
+endif
+VENV ?= .venv-django$(DJANGO)
+PYTHON ?= $(shell bash .ci/python.sh $(PYTHON_$(DJANGO)))
+EXTRAS ?= test
+DJANGO_REQUIREMENT := 'Django~=$(DJANGO).0'
+endif
+
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+# pytest-xdist processes (0: one process). worksteal hands the long fuzz tests' neighbours to the idle worker.
+WORKERS ?= auto
+XDIST = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist worksteal)
+# Hypothesis profile of the property and fuzz tests: default (every example) or matrix (a tenth of them,
+# for runs that repeat what the default run fuzzed already). See tests/examples.py.
+HYPOTHESIS_PROFILE ?= default
+PYTEST = PAYCOLLECT_HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/python -m pytest
 
-.PHONY: install test test-postgres test-worker lint format typecheck bench docs clean
+.PHONY: install install-browser test test-suite test-matrix test-postgres test-worker test-browser lint format typecheck \
+	bench docs dist demo clean
 
 install: $(STAMP)
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
+	@# One resolve with the Django pin, so no extra can pull another Django in.
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]' $(DJANGO_REQUIREMENT)
+	@$(BIN)/python -c 'import django, sys; print("$(VENV): Django", django.get_version(), "on Python", sys.version.split()[0])'
 	touch $(STAMP)
 
 lint: $(STAMP)
@@ -26,38 +63,56 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# The browser suite is test-browser's: Playwright's event loop must not share a process with the others.
 test: lint
-	$(BIN)/python -m pytest --cov --cov-report= $(PYTEST_ARGS)
+	$(PYTEST) $(XDIST) -m "not browser" --cov --cov-report= $(PYTEST_ARGS)
 	$(BIN)/coverage report --skip-covered
 	@echo "--- django_paycollect.client (line coverage, at least 95%):"
 	$(BIN)/coverage report --include='django_paycollect/client/*' --fail-under=95
 
-# The whole suite on PostgreSQL, where row locks are real (the race tests run only there).
+# The whole suite on SQLite, without coverage, and the migrations check: one run of the matrix. Worker and
+# PostgreSQL tests skip here as they do without their services; the browser suite is test-browser's.
+test-suite: $(STAMP)
+	$(BIN)/python -m django makemigrations --check --dry-run --settings=tests.settings
+	env -u PAYCOLLECT_TEST_POSTGRES -u PAYCOLLECT_TEST_REDIS $(PYTEST) $(XDIST) -m "not browser" $(PYTEST_ARGS)
+
+# test-suite under each Django of MATRIX, each in its own virtualenv, with the matrix hypothesis profile.
+test-matrix:
+	@for version in $(MATRIX); do \
+		$(MAKE) --no-print-directory test-suite DJANGO=$$version HYPOTHESIS_PROFILE=matrix || exit 1; \
+	done
+
+# The whole suite on PostgreSQL, where row locks are real (the race tests run only there); the browser suite
+# is test-browser's (the example project it drives runs on its own SQLite file).
 # Needs PAYCOLLECT_TEST_POSTGRES=host:port:dbname:user; `eval "$$(bash .ci/postgres.sh)"` starts one.
 test-postgres: $(STAMP)
 	@test -n "$$PAYCOLLECT_TEST_POSTGRES" || { echo "set PAYCOLLECT_TEST_POSTGRES (see .ci/postgres.sh)"; exit 2; }
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	env -u PAYCOLLECT_TEST_REDIS $(PYTEST) $(XDIST) -m "not browser" $(PYTEST_ARGS)
 
-# The documentation site, warnings as errors (what CI builds).
-docs: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[docs]'
-	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
-
-# Real Redis broker and Celery worker processes against PostgreSQL (tests/worker).
+# Real Redis broker and Celery worker processes against PostgreSQL (tests/worker), in one pytest process:
+# the tests start the workers themselves.
 # Needs PAYCOLLECT_TEST_POSTGRES and PAYCOLLECT_TEST_REDIS: eval "$$(bash .ci/postgres.sh)"; eval "$$(bash .ci/redis.sh)"
 test-worker: $(STAMP)
 	@test -n "$$PAYCOLLECT_TEST_POSTGRES" -a -n "$$PAYCOLLECT_TEST_REDIS" || { echo "set PAYCOLLECT_TEST_POSTGRES and PAYCOLLECT_TEST_REDIS (see .ci/postgres.sh, .ci/redis.sh)"; exit 2; }
-	$(BIN)/python -m pytest -m worker tests/worker $(PYTEST_ARGS)
+	$(PYTEST) -m worker tests/worker $(PYTEST_ARGS)
 
-# The whole suite again on SQLite under Django 4.2 LTS, the oldest Django setup.cfg allows, in a
-# virtualenv of its own (.venv-dj42, created and kept up to date by .ci/django42.sh).
-.PHONY: test-django42
-test-django42:
-	bash .ci/django42.sh $(PYTEST_ARGS)
+# The documentation site, warnings as errors (what CI builds). The docs extra is installed only when
+# missing or when setup.cfg changed: reinstalling would restart a running `make demo`.
+DOCS_STAMP := $(VENV)/.installed-docs
+docs: $(DOCS_STAMP)
+	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+	@echo "docs/_build/html/index.html"
+
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[docs]' $(DJANGO_REQUIREMENT)
+	touch $(DOCS_STAMP)
+
+# The sdist and the wheel in dist/, built without a warning and checked by twine (see .ci/dist.sh).
+dist: $(STAMP)
+	bash .ci/dist.sh $(BIN)/python
 
 # The example project on http://127.0.0.1:8000: SQLite, the sandbox mounted in place of the service (no
 # account), Celery eager. Prints the URLs and the demo staff login. DEMO_PORT=8080 make demo for another port.
-.PHONY: demo test-browser
 DEMO_HOST ?= 127.0.0.1
 DEMO_PORT ?= 8000
 DEMO_MANAGE = CLUBSITE_SITE_URL=http://$(DEMO_HOST):$(DEMO_PORT) $(BIN)/python example_project/manage.py
@@ -68,14 +123,23 @@ demo: $(STAMP)
 	@# runserver is threaded: the site calls the mounted sandbox, whose callbacks call the site back.
 	$(DEMO_MANAGE) runserver $(DEMO_HOST):$(DEMO_PORT)
 
-# Chromium tests of the example project (skipped without /usr/bin/chromium and playwright; see .ci/browser.sh).
+# Playwright for Python, which drives Debian's Chromium (never a downloaded browser; see .ci/browser.sh).
+BROWSER_STAMP := $(VENV)/.installed-browser
+install-browser: $(BROWSER_STAMP)
+
+$(BROWSER_STAMP): $(STAMP)
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(BIN)/python -m pip install --quiet -e '.[browser]' $(DJANGO_REQUIREMENT)
+	touch $(BROWSER_STAMP)
+
+# Chromium tests of the example project and of the documentation site (built first). Skipped by `make test`
+# without /usr/bin/chromium and playwright (see .ci/browser.sh); here a missing browser is an error.
 # PAYCOLLECT_UPDATE_SCREENSHOTS=1 also refreshes docs/_static/screenshots/. Artifacts: test-artifacts/browser/.
-# Here a missing browser is an error, not a skip (PAYCOLLECT_REQUIRE_BROWSER=1).
-test-browser: $(STAMP)
-	PAYCOLLECT_REQUIRE_BROWSER=1 $(BIN)/python -m pytest tests/browser $(PYTEST_ARGS)
+test-browser: $(BROWSER_STAMP)
+	@test -f docs/_build/html/quickstart.html || { echo "build the docs first: make docs"; exit 2; }
+	PAYCOLLECT_REQUIRE_BROWSER=1 $(PYTEST) tests/browser $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .venv-dj42 build dist *.egg-info .coverage .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .venv .venv-django* build dist *.egg-info .coverage .coverage.* .pytest_cache .mypy_cache .ruff_cache

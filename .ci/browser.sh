@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Browser tests' needs: Debian's Chromium (/usr/bin/chromium) and Playwright for Python in .venv.
+# Browser tests' needs: Debian's Chromium (/usr/bin/chromium) and Playwright for Python in the virtualenv
+# of DJANGO (empty: .venv; 6.1: .venv-django6.1, as in the Makefile).
 # Playwright never downloads a browser here: the tests launch Debian's with executable_path.
-# Usage (from .ci/run): bash .ci/browser.sh && make test-browser
+# Usage (from .ci/run): DJANGO=6.1 bash .ci/browser.sh && make test-browser DJANGO=6.1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
@@ -13,6 +14,4 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 /usr/bin/chromium --version
 
-make install </dev/null
-.venv/bin/python -m pip install --quiet -e '.[browser]'
-.venv/bin/python -c "import playwright; from importlib.metadata import version; print('playwright', version('playwright'))"
+make --no-print-directory install-browser DJANGO="${DJANGO:-}" </dev/null

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-import django
 from django import forms
 from django.contrib.admin import widgets
 from django.core.exceptions import ValidationError
@@ -28,8 +27,6 @@ from .models import MONEY, Community, Transaction
 from .validators import MaxAmountValidator, validate_person_name, validate_phone_number
 
 NON_FIELD_ERRORS = "__all__"
-# URLs typed without a scheme get https (Django 5.0 added the option; 4.2 assumes http).
-URL_SCHEME: dict[str, Any] = {"assume_scheme": "https"} if django.VERSION >= (5, 0) else {}
 
 if TYPE_CHECKING:
     CommunityModelForm = forms.ModelForm[Community]
@@ -287,14 +284,14 @@ class DirectOrderForm(forms.Form):
         max_length=2000,
         widget=widgets.AdminURLFieldWidget,
         help_text=_("Where the customer returns after paying."),
-        **URL_SCHEME,
+        assume_scheme="https",  # a URL typed without a scheme
     )
     callback_url = forms.URLField(
         label=_("Callback URL"),
         required=False,
         max_length=2000,
         widget=widgets.AdminURLFieldWidget,
-        **URL_SCHEME,
+        assume_scheme="https",  # a URL typed without a scheme
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -12,7 +12,6 @@ import uuid as uuid_lib
 from decimal import Decimal
 from typing import Any
 
-import django
 from django.conf import settings
 from django.contrib.contenttypes.fields import GenericForeignKey
 from django.contrib.contenttypes.models import ContentType
@@ -26,8 +25,6 @@ from . import crypto
 from .client import KNOWN_TRANSACTION_STATUSES, TransactionStatus
 
 MONEY: dict[str, Any] = {"max_digits": 14, "decimal_places": 2}
-# CheckConstraint's keyword is "condition" from Django 5.1 on, "check" before (4.2 LTS).
-CHECK_KWARG = "condition" if django.VERSION >= (5, 1) else "check"
 ZERO = Decimal("0.00")
 
 
@@ -77,12 +74,6 @@ class Community(models.Model):
     def basic_credentials(self, value: str) -> None:
         self.basic_credentials_encrypted = crypto.encrypt(value) if value else ""
         self.basic_credentials_last4 = last4(value) if value else ""
-
-
-REFUNDS_WITHIN_AMOUNT: dict[str, Any] = {
-    CHECK_KWARG: Q(refunded_amount__lte=models.F("total_amount")),
-    "name": "paycollect_refunds_within_amount",
-}
 
 
 class TransactionQuerySet(models.QuerySet["Transaction"]):
@@ -219,7 +210,10 @@ class Transaction(models.Model):
                 condition=Q(status__in=["NEW", "PENDING"]) & ~Q(merchant_reference=""),
                 name="paycollect_one_open_payment_per_reference",
             ),
-            models.CheckConstraint(**REFUNDS_WITHIN_AMOUNT),
+            models.CheckConstraint(
+                condition=Q(refunded_amount__lte=models.F("total_amount")),
+                name="paycollect_refunds_within_amount",
+            ),
         ]
         indexes = [
             models.Index(fields=["status", "created_at"], name="paycollect_txn_status_created"),

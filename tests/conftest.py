@@ -17,7 +17,10 @@ from django.db import connection
 
 from django_paycollect import services, signals
 from django_paycollect.models import RecurringSeries, Transaction
-from tests import celery_app  # noqa: F401  (configures the Celery app the tasks use)
+from tests import (
+    celery_app,  # noqa: F401  (configures the Celery app the tasks use)
+    hypothesis_profiles,  # noqa: F401  (loads PAYCOLLECT_HYPOTHESIS_PROFILE)
+)
 
 CALLBACK_TOKEN = "tests-callback-token-0123456789"
 BILLING = {"name": "Mona Ali", "email": "mona@example.com", "phone_number": "+201001234567"}

@@ -8,8 +8,6 @@ PAYCOLLECT_SANDBOX_CALLBACK_RETRY_DELAYS (comma-separated seconds).
 import os
 import secrets
 
-import django
-
 # A fresh key per process: the sandbox signs nothing that must survive a restart except CSRF cookies,
 # and a browser simply reloads the page then.
 SECRET_KEY = os.environ.get("PAYCOLLECT_SANDBOX_SECRET_KEY") or secrets.token_urlsafe(50)
@@ -42,10 +40,8 @@ TEMPLATES = [
     }
 ]
 
-_db_options: dict[str, object] = {"timeout": 30}
-if django.VERSION >= (5, 1):
-    # Take the write lock at BEGIN so a read-then-write transaction never fails half-way.
-    _db_options["transaction_mode"] = "IMMEDIATE"
+# Take the write lock at BEGIN so a read-then-write transaction never fails half-way.
+_db_options: dict[str, object] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
 
 DATABASES = {
     "default": {

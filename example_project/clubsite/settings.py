@@ -31,8 +31,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-import django
-
 from django_paycollect.schedules import BEAT_SCHEDULE
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -138,15 +136,12 @@ def _database() -> dict[str, Any]:
             "CONN_MAX_AGE": 60,
         }
     # The site calls the mounted sandbox over HTTP while the sandbox's callback thread calls the site:
-    # several threads write to one SQLite file. Wait for the lock instead of failing at once and, from
-    # Django 5.1, take it at BEGIN so no transaction fails half-way (WAL mode is set in members/apps.py).
-    options: dict[str, Any] = {"timeout": 30}
-    if django.VERSION >= (5, 1):
-        options["transaction_mode"] = "IMMEDIATE"
+    # several threads write to one SQLite file. Wait for the lock instead of failing at once, and take it
+    # at BEGIN so no transaction fails half-way (WAL mode is set in members/apps.py).
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": env("CLUBSITE_DB") or str(BASE_DIR / "clubsite.sqlite3"),
-        "OPTIONS": options,
+        "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE"},
     }
 
 

@@ -10,7 +10,6 @@ encoded with ``surrogatepass`` (bytes that are not UTF-8, as a broken sender wou
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,14 +20,14 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-#: PAYCOLLECT_FUZZ_SCALE=10 runs ten times as many examples (a longer local hunt); CI runs 1.
-SCALE = max(1, int(os.environ.get("PAYCOLLECT_FUZZ_SCALE", "1")))
+from tests.hypothesis_profiles import examples
 
 
 def fuzz_settings(max_examples: int) -> settings:
-    """Deterministic (CI must not turn red by chance), no deadline, no example database."""
+    """``max_examples`` under the default profile (fewer under ``matrix``, see tests/hypothesis_profiles.py);
+    deterministic (CI must not turn red by chance), no deadline, no example database."""
     return settings(
-        max_examples=max_examples * SCALE,
+        max_examples=examples(max_examples),
         deadline=None,
         derandomize=True,
         database=None,

@@ -43,6 +43,7 @@ from django_paycollect import callbacks, tasks
 from django_paycollect.models import ReceivedCallback
 from django_paycollect.serializers import CALLBACK_FIELDS, looks_like_uuid
 from tests.conftest import CALLBACK_TOKEN
+from tests.hypothesis_profiles import FULL, examples
 
 from .support import (
     Deep,
@@ -416,10 +417,11 @@ def test_arbitrary_requests_are_stored_or_refused_never_a_5xx(ingest_only, caplo
     print(
         f"\ncallback fuzz, arbitrary requests: statuses {dict(ledger.statuses)}, rows {dict(ledger.states)}"
     )
-    assert ledger.statuses.total() >= 3000
-    for status in (200, 400, 404, 405, 413):
-        assert ledger.statuses[status] >= 20, ledger.statuses  # each kind of answer was really exercised
-    assert ledger.states[ReceivedCallback.DUPLICATE] >= 10
+    assert ledger.statuses.total() >= examples(3000)
+    if FULL:  # each kind of answer was really exercised
+        for status in (200, 400, 404, 405, 413):
+            assert ledger.statuses[status] >= 20, ledger.statuses
+        assert ledger.states[ReceivedCallback.DUPLICATE] >= 10
     for secret in NEVER_STORED:
         assert secret not in caplog.text
 
@@ -634,11 +636,12 @@ def test_mutated_callbacks_are_stored_or_refused_never_a_5xx(with_secret, caplog
 
     run()
     print(f"\ncallback fuzz, mutated callbacks: statuses {dict(ledger.statuses)}, rows {dict(ledger.states)}")
-    assert ledger.statuses.total() >= 2000
-    for status in (200, 400, 403, 413):
-        assert ledger.statuses[status] >= 20, ledger.statuses
-    assert unmutated[200] >= 100
-    assert ledger.states[ReceivedCallback.DUPLICATE] >= 50
+    assert ledger.statuses.total() >= examples(2000)
+    if FULL:
+        for status in (200, 400, 403, 413):
+            assert ledger.statuses[status] >= 20, ledger.statuses
+        assert unmutated[200] >= 100
+        assert ledger.states[ReceivedCallback.DUPLICATE] >= 50
     for secret in NEVER_STORED:
         assert secret not in caplog.text
 
