@@ -35,7 +35,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 @pytest.fixture(scope="session")
-def club_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClubSite]:
+def browser_available() -> None:
+    """Skip (or, under make test-browser, fail) when Chromium or playwright is missing."""
     missing = browser_missing()
     if missing and REQUIRE_BROWSER:
         pytest.fail(missing)
@@ -43,13 +44,17 @@ def club_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClubSite]:
         pytest.skip(missing)
     for stale in ARTIFACTS.glob("FAILED-*.png"):
         stale.unlink()
+
+
+@pytest.fixture(scope="session")
+def club_site(browser_available: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClubSite]:
     site = start_club_site(Path(tmp_path_factory.mktemp("clubsite")))
     yield site
     site.stop()
 
 
 @pytest.fixture(scope="session")
-def chromium(club_site: ClubSite) -> Iterator[Any]:
+def chromium(browser_available: None) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -58,8 +63,10 @@ def chromium(club_site: ClubSite) -> Iterator[Any]:
         browser.close()
 
 
-def _new_page(request: pytest.FixtureRequest, chromium: Any, **options: Any) -> Iterator[Any]:
-    context = chromium.new_context(viewport=VIEWPORT, locale="en-US", timezone_id="UTC", **options)
+def new_page(request: pytest.FixtureRequest, chromium: Any, **options: Any) -> Iterator[Any]:
+    """A page in a fresh context; a screenshot of it is kept when the test fails."""
+    options.setdefault("viewport", VIEWPORT)
+    context = chromium.new_context(locale="en-US", timezone_id="UTC", **options)
     context.set_default_timeout(15_000)
     page = context.new_page()
     yield page
@@ -72,12 +79,12 @@ def _new_page(request: pytest.FixtureRequest, chromium: Any, **options: Any) -> 
 @pytest.fixture
 def page(request: pytest.FixtureRequest, chromium: Any) -> Iterator[Any]:
     """A fresh browser context (cookies, session) and its page."""
-    yield from _new_page(request, chromium)
+    yield from new_page(request, chromium)
 
 
 @pytest.fixture
 def page_without_script(request: pytest.FixtureRequest, chromium: Any) -> Iterator[Any]:
-    yield from _new_page(request, chromium, java_script_enabled=False)
+    yield from new_page(request, chromium, java_script_enabled=False)
 
 
 @pytest.fixture
