@@ -13,6 +13,7 @@ class SandboxConfig(AppConfig):
 
     def ready(self) -> None:
         check_not_live()
+        from . import checks  # noqa: F401  (registers the system checks)
 
 
 def check_not_live() -> None:

@@ -19,6 +19,9 @@ NETWORK_KEYS = ("bill_network", "kiosk_network", "digital_scheme", "installment_
 DEFAULTS: dict[str, Any] = {
     # The control API (_control/) lets anyone reset data, move the clock and inject faults: off unless asked.
     "CONTROL_API": False,
+    # True on a staging site whose sandbox is driven from outside with DEBUG off: the system check
+    # paycollect_sandbox.E001 (control API reachable without DEBUG) becomes the warning W001.
+    "STAGING": False,
     # Sandbox dashboard pages (communities, API payment URLs, callbacks, outbox, journal).
     "DASHBOARD": True,
     # Literal values used for the spec's placeholders; neutral by default.
@@ -55,6 +58,7 @@ CALLBACK_UUID_KEYS = ("transaction_uuid", "transaction_id", "both")
 @dataclass(frozen=True)
 class SandboxSettings:
     control_api: bool
+    staging: bool
     dashboard: bool
     network_names: dict[str, str]
     wallet_processors: list[str]
@@ -96,6 +100,7 @@ def _read_settings() -> SandboxSettings:
     names = {**DEFAULTS["NETWORK_NAMES"], **(user.get("NETWORK_NAMES") or {})}
     return SandboxSettings(
         control_api=bool(merged["CONTROL_API"]),
+        staging=bool(merged["STAGING"]),
         dashboard=bool(merged["DASHBOARD"]),
         network_names={key: str(value) for key, value in names.items()},
         wallet_processors=[str(v) for v in merged["WALLET_PROCESSORS"]],

@@ -59,6 +59,8 @@ PAYCOLLECT_SANDBOX_PREFIX = os.environ.get("PAYCOLLECT_SANDBOX_PREFIX", "")
 _delays = os.environ.get("PAYCOLLECT_SANDBOX_CALLBACK_RETRY_DELAYS")
 PAYCOLLECT_SANDBOX = {
     "CONTROL_API": True,
+    # The standalone runner is the sandbox itself, driven from outside (tests, scripts) without DEBUG.
+    "STAGING": True,
     "DASHBOARD": True,
     "CALLBACK_WORKER": True,
     "JOURNAL_STORAGE": "memory",

@@ -13,7 +13,8 @@ Database
 The sandbox
     ``CLUBSITE_SANDBOX`` (``1``): mount it at ``/sandbox/`` (never in a live deployment: it refuses
     to start when ``PAYCOLLECT_DEPLOYMENT=live``). ``CLUBSITE_SANDBOX_CALLBACK_RETRY_DELAYS``: seconds
-    between callback attempts, comma-separated.
+    between callback attempts, comma-separated. Its control API (no authentication) is on with DEBUG
+    only; ``CLUBSITE_SANDBOX_CONTROL_API=1`` turns it on without DEBUG, for a staging site.
 Payments (``settings.PAYCOLLECT``)
     ``PAYCOLLECT_BASE_URL`` (``<site URL>/sandbox`` with the sandbox), ``PAYCOLLECT_COMMUNITY_ID``,
     ``PAYCOLLECT_API_KEY``, ``PAYCOLLECT_BASIC_CREDENTIALS`` (``username:password``; the demo
@@ -201,8 +202,11 @@ PAYCOLLECT = {
 
 PAYCOLLECT_SANDBOX: dict[str, Any] = {
     # The control API lets the demo's "simulate a kiosk payment" button and the browser tests complete
-    # payments and plan callbacks. It has no authentication: loopback demos only.
-    "CONTROL_API": True,
+    # payments and plan callbacks. It has no authentication (it hands out the API key and completes
+    # payments nobody paid): on with DEBUG only, unless CLUBSITE_SANDBOX_CONTROL_API=1 asks for it on a
+    # staging site (then also acknowledged there, so `check` warns instead of refusing).
+    "CONTROL_API": DEBUG or env_bool("CLUBSITE_SANDBOX_CONTROL_API", False),
+    "STAGING": not DEBUG and env_bool("CLUBSITE_SANDBOX_CONTROL_API", False),
     "DASHBOARD": True,
     "CALLBACK_WORKER": True,
 }
