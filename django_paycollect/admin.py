@@ -39,6 +39,7 @@ from django.utils.translation import gettext_lazy as _
 
 from . import callbacks, services
 from .client import PayCollectError
+from .client.money import too_deep
 from .crypto import DecryptionError
 from .dashboard import CurrencyListFilter, DashboardAdmin, RefundCommunityListFilter
 from .exceptions import PayCollectConfigurationError, PaymentRefused
@@ -79,6 +80,8 @@ SERVICE_ERRORS = (PaymentRefused, PayCollectError, PayCollectConfigurationError,
 REFUND_PAGE_LIMIT = 50
 #: How many objects one message names.
 LISTED_ITEMS = 20
+#: Stored callback bodies longer than this are shown as they arrived, not re-indented.
+PRETTY_BODY_CHARS = 32 * 1024
 
 
 def reason(error: Exception) -> str:
@@ -145,10 +148,17 @@ def _external_link(url: str) -> SafeString | str:
     return format_html('<a href="{}" target="_blank" rel="noopener noreferrer">{}</a>', url, url)
 
 
+def displayable(text: str) -> str:
+    """``text`` as a page can carry it: a lone surrogate (from a ``"\\ud800"`` escape in a stored body)
+    cannot be encoded as UTF-8, so it is shown as its escape instead of failing the whole page."""
+    return text.encode("utf-8", errors="backslashreplace").decode("utf-8")
+
+
 def _pretty_json(value: Any) -> SafeString:
     if value in (None, "", [], {}):
         return format_html("{}", "—")
-    return format_html("<pre>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    return format_html("<pre>{}</pre>", displayable(text))
 
 
 def json_display(field: str, description: Any) -> Callable[[Any, Any], SafeString]:
@@ -1334,18 +1344,26 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
 
     @admin.display(description=_("body"))
     def body_display(self, obj: ReceivedCallback) -> SafeString:
-        # Pretty when it parses; otherwise (invalid ones, absurdly nested ones) as it arrived.
+        # Pretty when it parses and is of a callback's size and shape; otherwise as it arrived. Any
+        # stored body renders: NaN, lone surrogates, nesting past the recursion limit, megabytes
+        # (indenting thousands of nested levels would make a page of hundreds of megabytes).
+        as_sent = format_html("<pre>{}</pre>", displayable(obj.body) or "—")
+        if len(obj.body) > PRETTY_BODY_CHARS:
+            return as_sent
         try:
-            return _pretty_json(json_safe(json.loads(obj.body, parse_float=Decimal)))
-        except (ValueError, RecursionError):
-            return format_html("<pre>{}</pre>", obj.body or "—")
+            document = json.loads(obj.body, parse_float=Decimal)
+            if too_deep(document):
+                return as_sent
+            return _pretty_json(json_safe(document))
+        except (ValueError, TypeError, RecursionError):
+            return as_sent
 
     custom_fields_display = json_display("custom_fields", _("custom fields"))
     hint_errors_display = json_display("hint_errors", _("malformed hints (stored as not sent)"))
 
     @admin.display(description=_("traceback"))
     def traceback_display(self, obj: ReceivedCallback) -> SafeString:
-        return format_html("<pre>{}</pre>", obj.traceback or "—")
+        return format_html("<pre>{}</pre>", displayable(obj.traceback) or "—")
 
     def has_reprocess_permission(self, request: HttpRequest) -> bool:
         return self._has_perm(request, "reprocess_receivedcallback")
