@@ -274,6 +274,12 @@ def _read_and_parse(request: HttpRequest) -> tuple[str, dict[str, Any]]:
     if declared is not None and declared > limit:
         # Not read at all: the sender said how big it is.
         raise _Refused(413, f"the body of {declared} bytes is above the limit of {limit} bytes")
+    if declared is None and _chunked(request.META) and _unframed_input(request) is None:
+        raise _Refused(
+            411,
+            "the body was sent chunked, without a Content-Length, to a server that does not pass such "
+            "bodies on (no wsgi.input_terminated): serve the site with one that does, such as gunicorn",
+        )
     try:
         raw = _read(request, limit)
     except (OSError, RawPostDataException):
@@ -316,12 +322,46 @@ def _content_length(meta: Mapping[str, Any]) -> int | None:
         return None
 
 
+def _chunked(meta: Mapping[str, Any]) -> bool:
+    return "chunked" in str(meta.get("HTTP_TRANSFER_ENCODING") or "").lower()
+
+
+def _unframed_input(request: HttpRequest) -> Any:
+    """The WSGI input of a request without Content-Length, when the server says it ends at the body's end.
+
+    Django reads a WSGI body only as far as Content-Length says, so a chunked body (what some proxies
+    and HTTP clients send) reads as nothing. Servers that decode chunked bodies and mark the input
+    as ending with the body (``wsgi.input_terminated``: gunicorn, mod_wsgi, Werkzeug) can be read to
+    the end; others cannot be read safely (the read would wait for the connection to close).
+    """
+    environ = getattr(request, "environ", None) or {}
+    if environ.get("wsgi.input_terminated") and "wsgi.input" in environ:
+        return environ["wsgi.input"]
+    return None
+
+
 def _read(request: HttpRequest, limit: int) -> bytes:
     body = getattr(request, "_body", None)  # a middleware read it already
     if isinstance(body, bytes):
         return body
     # One byte more than the limit tells "at the limit" from "above it" without reading everything.
+    stream = _unframed_input(request) if _content_length(request.META) is None else None
+    if stream is not None:
+        return _read_up_to(stream, limit + 1)
     return request.read(limit + 1)
+
+
+def _read_up_to(stream: Any, size: int) -> bytes:
+    # A stream's read(n) may return fewer bytes than asked before its end (a chunk at a time).
+    parts: list[bytes] = []
+    left = size
+    while left > 0:
+        part = stream.read(left)
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
 
 
 def _no_constant(name: str) -> Any:
