@@ -23,8 +23,8 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from decimal import Decimal
-from typing import Any, TypeVar
+from decimal import Decimal, InvalidOperation
+from typing import Any, TypeVar, overload
 
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import NON_FIELD_ERRORS
@@ -50,6 +50,7 @@ from .client import (
     to_piasters,
 )
 from .client import Transaction as FetchedTransaction
+from .client.money import CENT
 from .client.types import (
     DashboardStatistics,
     PromocodeValidated,
@@ -316,23 +317,64 @@ def _validated(
     return dict(serializer.validated_data)
 
 
-def _refuse_above_maximum(**amounts: Any) -> None:
-    """Refuse amounts above ``PAYCOLLECT["MAX_AMOUNT"]`` with a PaymentRefused naming each field.
+@overload
+def money_argument(value: Any, field: str, *, maximum: bool = ...) -> Decimal: ...
+@overload
+def money_argument(value: Any, field: str, *, required: bool, maximum: bool = ...) -> Decimal | None: ...
+def money_argument(value: Any, field: str, *, required: bool = True, maximum: bool = True) -> Decimal | None:
+    """The one check of every amount given to the service layer: an exact Decimal of at most two decimals,
+    and (``maximum``) not above ``PAYCOLLECT["MAX_AMOUNT"]``.
 
-    Called by every entry point that takes money, after its input checks and before any row or request;
-    anything that is not a number is left to those checks.
+    Accepts a ``Decimal``, an ``int`` or exact decimal text (``"12.50"``, what tasks receive) and
+    returns it as a two-decimal ``Decimal``. Refuses, with a :class:`PaymentRefused` naming ``field``
+    and saying what is wrong, before any row is written or any request sent: floats (``10.5`` is a
+    binary approximation, and ``0.1 + 0.2`` is not 0.30), booleans, NaN, infinities, more than two
+    decimals (never rounded away), anything that is not a number, and amounts above the maximum. None
+    is refused when ``required``.
     """
-    limit = max_amount()
-    errors = {
-        field: [
-            gettext("Must be at most %(limit)s (PAYCOLLECT['MAX_AMOUNT']), not %(value)s.")
-            % {"limit": limit, "value": value}
-        ]
-        for field, value in amounts.items()
-        if isinstance(value, (Decimal, int)) and not isinstance(value, bool) and value > limit
-    }
-    if errors:
-        raise PaymentRefused(errors)
+    if value is None:
+        if required:
+            raise PaymentRefused({field: ["This field is required."]})
+        return None
+    if isinstance(value, float):
+        problem = (
+            f"Pass amounts as Decimal (e.g. Decimal('12.50')) or decimal text, not the float {value!r}: "
+            "a float cannot hold most amounts exactly."
+        )
+    elif isinstance(value, bool) or not isinstance(value, (Decimal, int, str)):
+        problem = f"Pass amounts as Decimal (e.g. Decimal('12.50')), not {type(value).__name__}."
+    else:
+        try:
+            amount = (
+                value
+                if isinstance(value, Decimal)
+                else Decimal(value.strip() if isinstance(value, str) else value)
+            )
+        except InvalidOperation:
+            amount = None
+        if amount is None:
+            problem = f"{str(value)[:40]!r} is not a decimal amount."
+        elif amount.is_nan():
+            problem = "NaN (not a number) is not an amount."
+        elif amount.is_infinite():
+            problem = "An infinite value is not an amount."
+        else:
+            try:
+                cents = amount.quantize(CENT)
+            except InvalidOperation:
+                cents = None
+            if cents is None:
+                problem = f"{amount} is too large to be an amount."
+            elif cents != amount:
+                problem = f"{amount} has more than two decimals; amounts are exact to 0.01, never rounded."
+            elif maximum and cents > (limit := max_amount()):
+                problem = gettext("Must be at most %(limit)s (PAYCOLLECT['MAX_AMOUNT']), not %(value)s.") % {
+                    "limit": limit,
+                    "value": cents,
+                }
+            else:
+                return cents
+    raise PaymentRefused({field: [problem]})
 
 
 def _user(user: Any) -> Any:
@@ -444,7 +486,7 @@ def prepare_amount(
     community_id: str | None = None,
 ) -> Decimal:
     """The total with the service's fees for ``amount`` (what Pay must charge when fees are in the bill)."""
-    _refuse_above_maximum(amount=amount)
+    amount = money_argument(amount, "amount")
     config = community_config(community_id)
     client = get_client(config)
     envelope, error, _ = _invoke(
@@ -495,7 +537,7 @@ def start_payment(
     data = _validated(
         StartPaymentSerializer,
         {
-            "amount": amount,
+            "amount": money_argument(amount, "amount"),
             "currency": currency or paycollect_settings.DEFAULT_CURRENCY,
             "pay_using": pay_using or paycollect_settings.DEFAULT_PAY_USING,
             "billing_data": dict(billing_data),
@@ -509,7 +551,6 @@ def start_payment(
             "language": language,
         },
     )
-    _refuse_above_maximum(amount=data["amount"])
     config = community_config(data["community_id"])
     amount_id = data["variable_amount_id"] or config.variable_amount_id
     if not amount_id:
@@ -785,8 +826,12 @@ def refund(
     second click, another refund), the refund is refused under the lock instead of doubled.
     """
     _require_autocommit("refund")
-    wanted = _validated(RefundSerializer, {"amount": amount})["amount"]
-    _refuse_above_maximum(amount=wanted)
+    expected_refundable = money_argument(
+        expected_refundable, "expected_refundable", required=False, maximum=False
+    )
+    wanted = _validated(RefundSerializer, {"amount": money_argument(amount, "amount", required=False)})[
+        "amount"
+    ]
     with _locked(Transaction, txn.pk) as locked:
         if locked.status != Transaction.SUCCESSFUL:
             raise PaymentRefused(
@@ -883,8 +928,12 @@ def create_direct_order(*, user: Any = None, **fields: Any) -> DirectOrder:
     ``{"expiry_date": ..., "minimum_days_between_payments": ...}``.
     """
     _require_autocommit("create_direct_order")
+    for name in ("amount", "discount_amount", "vat_percentage"):
+        if name in fields:
+            fields[name] = money_argument(
+                fields[name], name, required=name == "amount", maximum=name != "vat_percentage"
+            )
     data = _validated(DirectOrderSerializer, fields)
-    _refuse_above_maximum(amount=data["amount"], discount_amount=data["discount_amount"])
     config = community_config(data.pop("community_id"))
     terms = data.pop("recurring")
     order = DirectOrder.objects.create(
@@ -978,7 +1027,7 @@ def validate_promocode(
     variable_amount_id: int | None = None,
 ) -> PromocodeValidated:
     """Check a promocode for an amount; pass ``promocode_id`` of the result to :func:`start_payment`."""
-    _refuse_above_maximum(amount=amount)
+    amount = money_argument(amount, "amount")
     config = community_config(community_id)
     client = get_client(config)
     amount_id = variable_amount_id or config.variable_amount_id

@@ -271,9 +271,8 @@ def _user(user_id: Any) -> Any:
 
 
 def _decimal(value: Any, field: str) -> Decimal:
-    if isinstance(value, float):  # floats are not exact: the caller must send "12.50"
-        raise PaymentRefused({field: ["Send amounts as strings (e.g. '12.50'), not floats."]})
-    return Decimal(str(value))
+    # Amounts travel as text ("12.50"): a float (a JSON number) is refused like any service caller's.
+    return services.money_argument(value, field)
 
 
 # --- reads -------------------------------------------------------------------------------------

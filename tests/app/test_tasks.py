@@ -100,7 +100,7 @@ def test_prepare_amount_task(paycollect_live):
 
 
 def test_amounts_must_not_be_floats(paycollect_live):
-    with pytest.raises(PaymentRefused, match="strings"):
+    with pytest.raises(PaymentRefused, match=r"not the float 100\.1"):
         tasks.prepare_amount.apply(kwargs={"amount": 100.1}, task_id="t-float").get()
     assert not ApiCall.objects.exists()
 
