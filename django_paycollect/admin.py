@@ -32,8 +32,10 @@ from django.forms import Form
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from django.utils.timesince import timesince, timeuntil
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
@@ -44,6 +46,7 @@ from .crypto import DecryptionError
 from .dashboard import CurrencyListFilter, DashboardAdmin, RefundCommunityListFilter
 from .exceptions import PayCollectConfigurationError, PaymentRefused
 from .forms import CommunityForm, DirectOrderForm, RefundForm, refusal_errors, stored_secret_text
+from .ids import canonical_uuid, looks_like_uuid
 from .models import (
     ZERO,
     ApiCall,
@@ -223,6 +226,18 @@ class PayCollectAdmin(ModelAdmin[_M]):
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return DeferringChangeList
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[_M], search_term: str
+    ) -> tuple[QuerySet[_M], bool]:
+        # A uuid pasted in capitals or without dashes finds what is stored in the canonical form
+        # (as well as anything stored exactly as typed).
+        found, duplicates = super().get_search_results(request, queryset, search_term)
+        canonical = canonical_uuid(search_term.strip()) if looks_like_uuid(search_term) else search_term
+        if canonical != search_term:
+            also, more = super().get_search_results(request, queryset, canonical)
+            found, duplicates = found | also, duplicates or more
+        return found, duplicates
 
     # Actions run in the changelist view: it must stay out of atomic, even under ATOMIC_REQUESTS.
     @transaction.non_atomic_requests
@@ -1200,6 +1215,24 @@ class StatisticsSnapshotAdmin(PayCollectAdmin[StatisticsSnapshot]):
 # --- received callbacks --------------------------------------------------------------------------------
 
 
+class CallbackWaitingFilter(admin.SimpleListFilter):
+    title = _("waiting for verification")
+    parameter_name = "waiting"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [
+            ("stuck", _("Stuck (received, or overdue by CALLBACK_REQUEUE_AFTER)")),
+            ("yes", _("Waiting (received or queued)")),
+        ]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "stuck":
+            return queryset.filter(callbacks.stuck_filter())
+        if self.value() == "yes":
+            return queryset.filter(state__in=ReceivedCallback.WAITING_STATES)
+        return queryset
+
+
 class CallbackValidityFilter(admin.SimpleListFilter):
     title = _("valid")
     parameter_name = "valid"
@@ -1240,6 +1273,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
         "transaction_uuid",
         "claimed_status",
         "state",
+        "waiting_display",
         "attempts",
         "transaction_link",
         "remote_addr",
@@ -1248,6 +1282,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
     list_select_related = ("transaction",)
     list_filter = (
         "state",
+        CallbackWaitingFilter,
         CallbackValidityFilter,
         MalformedHintsFilter,
         "claimed_status",
@@ -1310,6 +1345,9 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
                 "fields": (
                     "transaction_link",
                     "duplicate_of_link",
+                    "waiting_display",
+                    "queued_at",
+                    "next_attempt_at",
                     "attempts",
                     "task_id",
                     "processed_at",
@@ -1365,6 +1403,19 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
     def traceback_display(self, obj: ReceivedCallback) -> SafeString:
         return format_html("<pre>{}</pre>", displayable(obj.traceback) or "—")
 
+    @admin.display(description=_("waiting for verification"), ordering="next_attempt_at")
+    def waiting_display(self, obj: ReceivedCallback) -> str:
+        since = obj.waiting_since
+        if since is None:
+            return "—"
+        now = timezone.now()
+        if since > now:
+            return gettext("retry due in %(time)s") % {"time": timeuntil(since, now)}
+        age = timesince(since, now)
+        if obj.state == ReceivedCallback.RECEIVED or since < now - callbacks.requeue_after():
+            return gettext("%(age)s (stuck: the sweep queues it again)") % {"age": age}
+        return age
+
     def has_reprocess_permission(self, request: HttpRequest) -> bool:
         return self._has_perm(request, "reprocess_receivedcallback")
 
@@ -1384,7 +1435,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
                 )
                 continue
             # The changelist is non-atomic, so the task is sent now (and, eager, runs now).
-            transaction.on_commit(partial(callbacks.enqueue, callback.pk))
+            transaction.on_commit(partial(callbacks.enqueue, callback.pk, force=True))
             after = ReceivedCallback.objects.only("state", "error").get(pk=callback.pk)
             if after.state == ReceivedCallback.PROCESSED:
                 outcomes.succeeded.append(label)

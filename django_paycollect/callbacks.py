@@ -7,7 +7,12 @@ service and applies what the service says, never what the body claims. Redeliver
 original never was, or its verification found the transaction still open; see ``_verify_again``).
 Only ``transaction_uuid`` (or a ``transaction_id`` holding the uuid) decides what to fetch. Every other
 field is a hint: a malformed one never refuses the callback; it is stored as not sent and named in
-``hint_errors``, which flags the callback in the admin.
+``hint_errors``, which flags the callback in the admin. The uuid is made canonical first
+(``ids.canonical_uuid``), so every spelling of it is one callback.
+
+Nothing answered 200 stays unverified: a callback whose queueing failed is left *received* with the
+reason, and one whose message was lost stays *queued*; :func:`sweep` (a beat task, every minute) queues
+both again once overdue (``CALLBACK_REQUEUE_AFTER``).
 
 A browser return is never trusted either: its uuid only says which transaction to look at, and
 only a status is ever shown to the visitor.
@@ -19,27 +24,32 @@ Settings read here that ``conf.DEFAULTS`` may not list yet are read with a defau
 
 from __future__ import annotations
 
+import datetime as dt
 import hmac
 import ipaddress
 import json
 import logging
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache, partial
 from typing import Any
 
 from django.core.cache import cache
-from django.db import IntegrityError, router, transaction
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 from django.http.request import RawPostDataException
+from django.utils import timezone
 
 from . import services, tasks
 from .client import NotFoundError
 from .client.money import MAX_JSON_DEPTH, too_deep
 from .conf import paycollect_settings
+from .ids import canonical_uuid
 from .models import ReceivedCallback, Transaction, json_safe
 from .serializers import CALLBACK_FIELDS, CallbackBodySerializer
 
@@ -477,17 +487,24 @@ def _redact(text: str, field_name: str, values: Sequence[str], without: Mapping[
 
 
 def dedupe_key(uuid: str, claimed_status: str) -> str:
-    return f"{uuid.lower()}|{claimed_status.upper()}"
+    """One key per (transaction, claimed status): the uuid in its canonical form, whatever its spelling."""
+    return f"{canonical_uuid(uuid)}|{claimed_status.upper()}"
 
 
 def _store(base: dict[str, Any], text: str, claims: dict[str, Any]) -> Received:
     key = dedupe_key(claims["transaction_uuid"], claims["claimed_status"])
     fields = {**base, "body": text, **claims}
     for _attempt in range(2):
+        now = timezone.now()
         try:
-            with _savepoint():
+            with services.savepoint_if_atomic(ReceivedCallback):
                 callback = ReceivedCallback.objects.create(
-                    state=ReceivedCallback.QUEUED, dedupe_key=key, **fields
+                    state=ReceivedCallback.QUEUED,
+                    dedupe_key=key,
+                    received_at=now,
+                    queued_at=now,
+                    next_attempt_at=now,
+                    **fields,
                 )
         except IntegrityError:
             original = (
@@ -504,7 +521,7 @@ def _store(base: dict[str, Any], text: str, claims: dict[str, Any]) -> Received:
                 outcome=f"redelivery of callback #{original.pk}",
                 **fields,
             )
-            if _verify_again(original) and requeue(original.pk, states=(original.state,)):
+            if _verify_again(original) and requeue(original.pk, states=(original.state,), fresh=True):
                 transaction.on_commit(partial(enqueue, original.pk))
             logger.info("callback #%s is a redelivery of #%s", duplicate.pk, original.pk)
             return Received(200, duplicate)
@@ -526,7 +543,7 @@ def _verify_again(original: ReceivedCallback) -> bool:
     A redelivery is the sender saying "did you get it?". An original that was never verified (not
     queued, or failed after its retries) gets another chance. So does one whose verification found
     the transaction still open while it claimed an outcome: the service may have sent it before its
-    own records said so. That second case fetches at most once per ``STATUS_SYNC_INTERVAL``.
+    own records said so. That second case waits until a fetch is due (``CALLBACK_FETCH_INTERVAL``).
     """
     if original.state in (ReceivedCallback.RECEIVED, ReceivedCallback.FAILED):
         return True
@@ -536,43 +553,126 @@ def _verify_again(original: ReceivedCallback) -> bool:
         and txn is not None
         and txn.status in Transaction.OPEN_STATUSES
         and original.claimed_status.upper() not in Transaction.OPEN_STATUSES
-        and _may_fetch(original.transaction_uuid)
+        and services.callback_fetch_due(original.transaction_uuid)
     )
 
 
-def _savepoint() -> AbstractContextManager[Any]:
-    # Outside atomic (the view is non-atomic) the INSERT commits alone and a unique violation harms
-    # nothing; inside an outer atomic block a savepoint keeps that block usable after it.
-    connection = transaction.get_connection(router.db_for_write(ReceivedCallback))
-    return transaction.atomic() if connection.in_atomic_block else nullcontext()
+def requeue(callback_id: int, states: Sequence[str] = REPROCESSABLE_STATES, *, fresh: bool = True) -> bool:
+    """Claim a stored callback for verification (state QUEUED), once: False when another state.
 
-
-def requeue(callback_id: int, states: Sequence[str] = REPROCESSABLE_STATES) -> bool:
-    """Claim a stored callback for verification (state QUEUED), once: False when another state."""
-    claimed = ReceivedCallback.objects.filter(pk=callback_id, state__in=states).update(
-        state=ReceivedCallback.QUEUED
-    )
+    ``fresh``: a person or the sender asks again, so only a fetch sent from now on answers it
+    (``queued_at``); the sweep, which only hands on a question already asked, passes False.
+    """
+    now = timezone.now()
+    changes: dict[str, Any] = {"state": ReceivedCallback.QUEUED, "next_attempt_at": now}
+    if fresh:
+        changes["queued_at"] = now
+    claimed = ReceivedCallback.objects.filter(pk=callback_id, state__in=states).update(**changes)
     return bool(claimed)
 
 
-def enqueue(callback_id: int) -> None:
-    """Hand a QUEUED callback to the Celery task; when that fails it stays stored, as RECEIVED, for
-    ``manage.py paycollect_process_callbacks`` (nothing is lost and the sender still gets its 200)."""
+#: Credentials in a URL (``redis://:password@host``), removed from what a failed queueing records.
+_URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]*@")
+
+
+def enqueue(callback_id: int, *, force: bool = False) -> None:
+    """Hand a QUEUED callback to the Celery task; when that fails it stays stored, as RECEIVED, with the
+    reason (shown in the admin), and the next sweep queues it again (nothing is lost and the sender
+    still gets its 200). How long this waits for an unreachable broker is Celery's publish retry
+    policy (``CELERY_TASK_PUBLISH_RETRY_POLICY``). ``force``: a person asked (see ``process_callback``)."""
     try:
-        tasks.process_callback.delay(callback_id)
+        if force:
+            tasks.process_callback.delay(callback_id, force=True)
+        else:
+            tasks.process_callback.delay(callback_id)
     except Exception as exc:
         logger.exception("callback #%s could not be queued for verification", callback_id)
+        reason = _URL_CREDENTIALS.sub("***@", f"{type(exc).__name__}: {exc}")
+        now = timezone.now()
         ReceivedCallback.objects.filter(pk=callback_id, state=ReceivedCallback.QUEUED).update(
-            state=ReceivedCallback.RECEIVED, error=f"could not be queued: {type(exc).__name__}"
+            state=ReceivedCallback.RECEIVED,
+            next_attempt_at=now,
+            error=_scrub(
+                f"could not be queued for verification at {now:%Y-%m-%d %H:%M:%S} UTC ({reason[:300]}); "
+                "the sweep queues it again"
+            ),
         )
 
 
-def process_now(callback_id: int) -> str:
+# --- the sweep: nothing stays unverified because a message was lost ----------------------------------
+
+
+def requeue_after() -> dt.timedelta:
+    """``PAYCOLLECT["CALLBACK_REQUEUE_AFTER"]``: how long past its due time a queued callback is stuck."""
+    return dt.timedelta(seconds=float(paycollect_settings.CALLBACK_REQUEUE_AFTER))
+
+
+def stuck_filter(now: dt.datetime | None = None) -> Q:
+    """The callbacks the sweep queues again: received ones (queueing failed) at once, and queued ones
+    whose verification was due more than ``CALLBACK_REQUEUE_AFTER`` ago (a worker died with the
+    message, the broker lost it, or the database was down while it ran)."""
+    cutoff = (now or timezone.now()) - requeue_after()
+    overdue = Q(next_attempt_at__lt=cutoff) | Q(next_attempt_at__isnull=True, received_at__lt=cutoff)
+    return Q(state=ReceivedCallback.RECEIVED) | (Q(state=ReceivedCallback.QUEUED) & overdue)
+
+
+#: Callbacks one sweep queues again at most (the rest wait for the next run, a minute later).
+SWEEP_BATCH = 1000
+
+
+@dataclass
+class Sweep:
+    """What one sweep did: the callbacks it queued again, and when the oldest of them was due."""
+
+    requeued: list[int] = field(default_factory=list)
+    oldest_due: dt.datetime | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "requeued": len(self.requeued),
+            "ids": self.requeued[:100],
+            "oldest_due": self.oldest_due.isoformat() if self.oldest_due else None,
+        }
+
+
+def sweep(limit: int = SWEEP_BATCH) -> Sweep:
+    """Queue again every stuck callback (see :func:`stuck_filter`), oldest first, each claimed once.
+
+    Run every minute by the ``paycollect-sweep-callbacks`` beat entry; idempotent, so runs may
+    overlap: the claim (a conditional UPDATE) hands each callback to one of them.
+    """
+    now = timezone.now()
+    due = Coalesce("next_attempt_at", "received_at")
+    rows = list(
+        ReceivedCallback.objects.filter(stuck_filter(now))
+        .annotate(due=due)
+        .order_by("due", "pk")
+        .values_list("pk", "due")[:limit]
+    )
+    result = Sweep()
+    for pk, due_at in rows:
+        claimed = ReceivedCallback.objects.filter(stuck_filter(now), pk=pk).update(
+            state=ReceivedCallback.QUEUED, next_attempt_at=timezone.now()
+        )
+        if claimed:
+            enqueue(pk)
+            result.requeued.append(pk)
+            result.oldest_due = due_at if result.oldest_due is None else min(result.oldest_due, due_at)
+    if result.requeued:
+        logger.warning(
+            "sweep: queued %d stuck callback(s) again (the oldest due since %s)",
+            len(result.requeued),
+            result.oldest_due,
+        )
+    return result
+
+
+def process_now(callback_id: int, *, force: bool = False) -> str:
     """Run the verification task here and now (the command); returns the callback's state after it."""
     import traceback
 
     try:
-        tasks.process_callback.apply(args=[callback_id])
+        tasks.process_callback.apply(args=[callback_id], kwargs={"force": force})
     except Exception as exc:  # the task records its failures; this is for one that escaped it
         services.callback_failed(callback_id, exc, traceback.format_exc())
     state: str = ReceivedCallback.objects.values_list("state", flat=True).get(pk=callback_id)
@@ -605,6 +705,7 @@ def verified_status(uuid: str) -> str:
       a renewal: they become known by their callback); otherwise it is PENDING, exactly as an open
       transaction would be, and the service is not asked about uuids we never issued nor heard of.
     """
+    uuid = canonical_uuid(uuid)
     txn = Transaction.objects.filter(uuid=uuid).first()
     if txn is not None and txn.status not in Transaction.OPEN_STATUSES:
         return public_status(txn)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
@@ -14,7 +15,7 @@ from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.db import DatabaseError
 
 from .client.money import MoneyError, parse_amount, to_piasters
-from .conf import paycollect_settings
+from .conf import DEFAULTS, paycollect_settings
 
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]", "testserver"}
 #: What the amount columns hold (14 digits, 2 of them decimals).
@@ -84,6 +85,115 @@ def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
         )
     messages += _check_trusted_proxies()
     messages += _check_max_amount()
+    messages += _check_seconds()
+    return messages
+
+
+#: Settings holding a number of seconds: (key, smallest allowed value, whether that value is allowed).
+SECONDS_SETTINGS = (("CALLBACK_REQUEUE_AFTER", 0, False), ("CALLBACK_FETCH_INTERVAL", 0, True))
+
+
+def _check_seconds() -> list[CheckMessage]:
+    messages: list[CheckMessage] = []
+    for key, floor, floor_allowed in SECONDS_SETTINGS:
+        value = getattr(paycollect_settings, key)
+        number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        if (
+            number is None
+            or not math.isfinite(number)
+            or number < floor
+            or (number == floor and not floor_allowed)
+        ):
+            bound = f"at least {floor}" if floor_allowed else f"more than {floor}"
+            messages.append(
+                Error(
+                    f"PAYCOLLECT['{key}'] is {value!r}: it must be a number of seconds, {bound}.",
+                    hint=f"Remove it to use the default ({DEFAULTS[key]} seconds).",
+                    id="paycollect.E010",
+                )
+            )
+    return messages
+
+
+@register(Tags.compatibility)
+def check_callbacks_can_be_verified(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """Callbacks are verified by a Celery task: an error when that task would go nowhere.
+
+    When no Celery app was created in this process (the project's ``celery.py`` is not imported
+    from its package's ``__init__.py``), ``.delay()`` goes to Celery's fallback app, which reads no
+    settings: every callback would be answered 200 and never verified. Eager mode (set on the app
+    the tasks use) runs them inline, which works without a broker.
+    """
+    from celery import _state
+
+    app = _state.get_current_app()
+    if app.conf.task_always_eager or not _is_fallback_app(app):
+        return []
+    eager_hint = ""
+    if getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False):
+        eager_hint = " (settings.CELERY_TASK_ALWAYS_EAGER is True, but no Celery app reads Django settings)"
+    return [
+        Error(
+            "Callbacks cannot be verified: no Celery app is loaded, so the verification tasks would go "
+            f"to Celery's unconfigured default app{eager_hint}. Each callback would be answered 200 and "
+            "stay unverified.",
+            hint="Create the project's Celery app (app.config_from_object('django.conf:settings', "
+            "namespace='CELERY')) and import it in the project package's __init__.py; see the quick "
+            "start's Celery section.",
+            id="paycollect.E009",
+        )
+    ]
+
+
+def _is_fallback_app(app: Any) -> bool:
+    # Celery creates this app ("default", no fix-ups, never current) when a task is used in a
+    # process where no app was created; a project's own app is current and has the Django fix-up.
+    from celery import _state
+
+    return app is _state.default_app and app.main == "default" and not app.fixups
+
+
+@register(Tags.database)
+def check_callbacks_left_unverified(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """Stored callbacks that did not move on: stuck ones (the sweep should have queued them again) and
+    failed ones (a person should look). A database check: ``check --database default``."""
+    from .callbacks import stuck_filter
+    from .models import ReceivedCallback
+
+    messages: list[CheckMessage] = []
+    for alias in databases or []:
+        try:
+            stuck = ReceivedCallback.objects.using(alias).filter(stuck_filter()).count()
+            failed = ReceivedCallback.objects.using(alias).filter(state=ReceivedCallback.FAILED).count()
+        except DatabaseError:
+            continue  # not migrated yet
+        if stuck:
+            messages.append(
+                Warning(
+                    f"{stuck} callback(s) in database {alias!r} are waiting for verification longer than "
+                    "they should (received but not queued, or queued and overdue by "
+                    "CALLBACK_REQUEUE_AFTER).",
+                    hint="Is celery beat running with django_paycollect.schedules.BEAT_SCHEDULE (its sweep "
+                    "queues them again), and a worker? `manage.py paycollect_process_callbacks --stuck` "
+                    "verifies them now; the admin's callback list filters them (waiting: stuck).",
+                    id="paycollect.W005",
+                )
+            )
+        if failed:
+            messages.append(
+                Warning(
+                    f"{failed} callback(s) in database {alias!r} could not be verified (state failed).",
+                    hint="See why in the admin (received callbacks, state: verification failed); after "
+                    "fixing the cause, `manage.py paycollect_process_callbacks --failed` or the admin's "
+                    "'Verify again' action. Forged ones (the service does not know the uuid) need nothing: "
+                    "`paycollect_prune --include-unprocessed` deletes them once old.",
+                    id="paycollect.W006",
+                )
+            )
     return messages
 
 

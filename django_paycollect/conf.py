@@ -41,6 +41,11 @@ DEFAULTS: dict[str, Any] = {
     "RETURN_TIMEOUT": (2.0, 3.0),
     # Callbacks larger than this are refused with 413.
     "MAX_CALLBACK_BYTES": 65536,
+    # Seconds: a callback received or queued but not verified this long after it was due is stuck, and
+    # the sweep (beat, every minute) queues it again, whatever the broker's visibility timeout.
+    "CALLBACK_REQUEUE_AFTER": 300,
+    # Seconds: callbacks make at most one fetch of a transaction per this long, across processes.
+    "CALLBACK_FETCH_INTERVAL": 5,
     # Proxies (addresses or networks) whose X-Forwarded-For is believed when storing a client IP.
     "TRUSTED_PROXIES": (),
     # An optional shared secret the service echoes in the callback body: the field's name and its values.

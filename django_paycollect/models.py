@@ -8,24 +8,70 @@ Money is ``DecimalField`` (two places); piasters are integers.
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid as uuid_lib
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.conf import settings
 from django.contrib.contenttypes.fields import GenericForeignKey
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
 from django.db.models import F, OuterRef, Q, Subquery, Sum, Value
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Lower, Replace
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from . import crypto
 from .client import KNOWN_TRANSACTION_STATUSES, TransactionStatus
+from .ids import canonical_uuid
 
 MONEY: dict[str, Any] = {"max_digits": 14, "decimal_places": 2}
 ZERO = Decimal("0.00")
+
+
+_ST = TypeVar("_ST", contravariant=True)
+_GT = TypeVar("_GT", covariant=True)
+
+if TYPE_CHECKING:
+    _TextField = models.CharField
+else:
+
+    class _TextField(models.CharField):
+        # django-stubs declares fields generic (so the model attribute is typed str); Django's own
+        # classes cannot be subscripted at run time.
+        def __class_getitem__(cls, _item: Any) -> type:
+            return cls
+
+
+class CanonicalUuidField(_TextField[_ST, _GT]):
+    """A transaction uuid, stored and looked up in its canonical form (lower case, with dashes).
+
+    Every save and every exact or ``in`` lookup goes through :func:`~django_paycollect.ids.canonical_uuid`,
+    so ``filter(uuid="3F1C2A9E8B7D...")`` finds the row stored as ``3f1c2a9e-8b7d-...``. A value that
+    is not a uuid is kept as the text it is.
+    """
+
+    def get_prep_value(self, value: Any) -> Any:
+        value = super().get_prep_value(value)
+        return canonical_uuid(value) if isinstance(value, str) else value
+
+    def to_python(self, value: Any) -> Any:
+        value = super().to_python(value)
+        return canonical_uuid(value) if isinstance(value, str) else value
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        value = getattr(model_instance, self.attname)
+        if isinstance(value, str):
+            value = canonical_uuid(value)
+            setattr(model_instance, self.attname, value)  # the instance says what the row holds
+        return value
+
+
+def canonical_unique(field: str, name: str) -> models.UniqueConstraint:
+    """A unique index on the uuid's letters and digits in lower case: the database itself refuses a
+    second row for one uuid in another spelling (an older process, raw SQL), not only our Python."""
+    return models.UniqueConstraint(Lower(Replace(field, Value("-"), Value(""))), name=name)
 
 
 def last4(secret: str) -> str:
@@ -139,7 +185,7 @@ class Transaction(models.Model):
         (CAPTURE_UNKNOWN, _("capture outcome unknown")),
     ]
 
-    uuid = models.CharField(_("transaction uuid"), max_length=64, unique=True, null=True, blank=True)
+    uuid = CanonicalUuidField(_("transaction uuid"), max_length=64, unique=True, null=True, blank=True)
     # Indexed: a browser return may name a transaction by this id alone.
     service_id = models.BigIntegerField(_("service's transaction id"), null=True, blank=True, db_index=True)
     community_id = models.CharField(_("community id"), max_length=100, db_index=True)
@@ -178,13 +224,15 @@ class Transaction(models.Model):
     last_error = models.TextField(blank=True)
     raw = models.JSONField(_("last fetched object"), null=True, blank=True)
     last_synced_at = models.DateTimeField(null=True, blank=True)
+    #: When the last fetch whose answer was applied was sent: it answers every callback queued before.
+    fetch_sent_at = models.DateTimeField(_("last fetch sent at"), null=True, blank=True)
     direct_order = models.ForeignKey(
         "DirectOrder", null=True, blank=True, on_delete=models.PROTECT, related_name="transactions"
     )
     series = models.ForeignKey(
         "RecurringSeries", null=True, blank=True, on_delete=models.PROTECT, related_name="charges"
     )
-    parent_uuid = models.CharField(_("parent transaction uuid"), max_length=64, blank=True, db_index=True)
+    parent_uuid = CanonicalUuidField(_("parent transaction uuid"), max_length=64, blank=True, db_index=True)
     transaction_order = models.IntegerField(_("order within the series"), null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     #: When the status became SUCCESSFUL here (``services.apply_status``): the day money came in.
@@ -214,6 +262,7 @@ class Transaction(models.Model):
                 condition=Q(refunded_amount__lte=models.F("total_amount")),
                 name="paycollect_refunds_within_amount",
             ),
+            canonical_unique("uuid", "paycollect_txn_one_row_per_uuid"),
         ]
         indexes = [
             models.Index(fields=["status", "created_at"], name="paycollect_txn_status_created"),
@@ -360,7 +409,7 @@ class RecurringSeries(models.Model):
         (CANCEL_UNKNOWN, _("cancellation outcome unknown")),
     ]
 
-    parent_uuid = models.CharField(_("parent transaction uuid"), max_length=64, unique=True)
+    parent_uuid = CanonicalUuidField(_("parent transaction uuid"), max_length=64, unique=True)
     parent_transaction = models.OneToOneField(
         Transaction, null=True, blank=True, on_delete=models.PROTECT, related_name="series_as_parent"
     )
@@ -382,6 +431,7 @@ class RecurringSeries(models.Model):
         verbose_name = _("recurring series")
         verbose_name_plural = _("recurring series")
         ordering = ["-created_at", "-pk"]
+        constraints = [canonical_unique("parent_uuid", "paycollect_series_one_row_per_parent")]
 
     def __str__(self) -> str:
         return f"series {self.parent_uuid}"
@@ -531,8 +581,10 @@ class ReceivedCallback(models.Model):
         "duplicate",
         "invalid",
     )
+    #: Not verified yet, and not given up on: the sweep re-queues those left too long.
+    WAITING_STATES = (RECEIVED, QUEUED)
     STATE_CHOICES = [
-        (RECEIVED, _("received")),
+        (RECEIVED, _("received (not queued)")),
         (QUEUED, _("queued for verification")),
         (PROCESSED, _("verified and applied")),
         (FAILED, _("verification failed")),
@@ -549,7 +601,7 @@ class ReceivedCallback(models.Model):
     body = models.TextField(blank=True)
     invalid_reason = models.TextField(blank=True)
     # What the body claims; never applied as such.
-    transaction_uuid = models.CharField(max_length=64, blank=True, db_index=True)
+    transaction_uuid = CanonicalUuidField(max_length=64, blank=True, db_index=True)
     claimed_status = models.CharField(max_length=64, blank=True)
     payment_id = models.CharField(max_length=100, blank=True)
     merchant_id = models.CharField(max_length=100, blank=True)
@@ -557,7 +609,7 @@ class ReceivedCallback(models.Model):
     total_amount = models.DecimalField(null=True, blank=True, **MONEY)
     total_amount_piasters = models.BigIntegerField(null=True, blank=True)
     is_sub_payment = models.BooleanField(null=True, blank=True)
-    parent_transaction = models.CharField(max_length=64, blank=True)
+    parent_transaction = CanonicalUuidField(max_length=64, blank=True)
     message = models.TextField(blank=True)
     custom_fields = models.JSONField(default=dict, blank=True)
     #: Hints the body sent malformed, ``{"recurring.parent_transaction": [messages]}``: stored as not sent.
@@ -572,6 +624,12 @@ class ReceivedCallback(models.Model):
     )
     attempts = models.PositiveSmallIntegerField(default=0)
     task_id = models.CharField(max_length=255, blank=True)
+    #: When verification was last asked for (arrival, a redelivery, "verify again", the sweep): a fetch
+    #: of the transaction sent after this answers the callback. None on older rows: ``received_at``.
+    queued_at = models.DateTimeField(_("verification asked at"), null=True, blank=True)
+    #: When a worker should be verifying it (queued now, or a retry due later). A received or queued
+    #: callback past this by ``CALLBACK_REQUEUE_AFTER`` is stuck, and the sweep queues it again.
+    next_attempt_at = models.DateTimeField(_("next attempt due at"), null=True, blank=True)
     processed_at = models.DateTimeField(null=True, blank=True)
     outcome = models.TextField(_("processing result"), blank=True)
     error = models.TextField(blank=True)
@@ -590,6 +648,13 @@ class ReceivedCallback(models.Model):
     def __str__(self) -> str:
         return f"callback {self.transaction_uuid or '?'} {self.claimed_status or ''} ({self.state})"
 
+    @property
+    def waiting_since(self) -> dt.datetime | None:
+        """Since when a callback not yet verified has been due (None once it is final or failed)."""
+        if self.state not in self.WAITING_STATES:
+            return None
+        return self.next_attempt_at or self.queued_at or self.received_at
+
 
 class Dashboard(models.Model):
     """The admin's payments dashboard: no table, only its place in the admin and its permission.
@@ -607,3 +672,26 @@ class Dashboard(models.Model):
 
     def __str__(self) -> str:
         return str(self._meta.verbose_name)
+
+
+class FetchMark(models.Model):
+    """When a callback's verification last took the right to fetch a uuid: a row per uuid, for all processes.
+
+    It bounds what callbacks can make us ask of the service: a verification takes the right to fetch
+    (``claimed_at``) at most once per ``CALLBACK_FETCH_INTERVAL`` per uuid; a callback queued before a
+    fetch was sent is answered by that fetch instead (``Transaction.fetch_sent_at``, or
+    ``not_found_at`` for a uuid the service does not know). So 300 callbacks claiming 300 statuses of
+    one uuid cost a fetch or two, not 300.
+    """
+
+    uuid = CanonicalUuidField(_("transaction uuid"), max_length=64, unique=True)
+    #: The last time a verification took the right to fetch this uuid.
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    #: When a fetch that the service answered "not found" (404) was sent.
+    not_found_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("fetch mark")
+
+    def __str__(self) -> str:
+        return f"fetch mark of {self.uuid}"

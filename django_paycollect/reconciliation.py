@@ -37,7 +37,7 @@ from django.utils import timezone
 
 from . import services
 from .client import PayCollectError
-from .models import ApiCall, DirectOrder, ReceivedCallback, RecurringSeries, Refund, Transaction
+from .models import ApiCall, DirectOrder, FetchMark, ReceivedCallback, RecurringSeries, Refund, Transaction
 
 logger = logging.getLogger("django_paycollect.reconciliation")
 
@@ -451,6 +451,8 @@ class PruneResult:
     dry_run: bool
     api_calls: int = 0
     callbacks: int = 0
+    #: Fetch marks of transactions no callback named since the cutoff (see ``models.FetchMark``).
+    fetch_marks: int = 0
     #: Old callbacks kept because they were never processed (received, queued or failed).
     unprocessed_kept: int = 0
     batches: int = 0
@@ -507,9 +509,11 @@ def prune(
     )
     if not include_unprocessed:
         result.unprocessed_kept = old_callbacks.exclude(state__in=FINAL_CALLBACK_STATES).count()
+    marks = FetchMark.objects.filter(claimed_at__lt=result.cutoff)
     if dry_run:
         result.api_calls = calls.count()
         result.callbacks = callbacks.count()
+        result.fetch_marks = marks.count()
         return result
 
     result.api_calls, batches = _delete_in_batches("API calls", calls, batch_size, progress)
@@ -523,6 +527,8 @@ def prune(
     result.callbacks, batches = _delete_in_batches(
         "callbacks", callbacks, batch_size, progress, before_delete=unlink_duplicates
     )
+    result.batches += batches
+    result.fetch_marks, batches = _delete_in_batches("fetch marks", marks, batch_size, progress)
     result.batches += batches
     result.seconds = time.monotonic() - started
     return result

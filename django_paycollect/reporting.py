@@ -48,8 +48,6 @@ PERIODS = (7, 30, 90)
 DEFAULT_PERIOD = 30
 #: The longest period a report covers (the command accepts any number of days up to this).
 MAX_DAYS = 366
-#: A callback still received or queued after this long is stuck: no worker has verified it.
-STUCK_CALLBACK_AFTER = dt.timedelta(minutes=10)
 #: Percentiles of the time from a callback's receipt to its verification, measured over the period's latest
 #: verified callbacks, at most VERIFICATION_SAMPLE of them (so the cost does not grow with the traffic).
 PERCENTILES = (50, 95)
@@ -237,10 +235,12 @@ def success_rate(lines: Iterable[StatusLine]) -> Decimal | None:
 
 
 def stuck_callbacks(now: dt.datetime | None = None) -> Q:
-    """The one definition of a stuck callback: still received or queued ``STUCK_CALLBACK_AFTER`` after
-    it arrived (no worker verified it)."""
-    cutoff = (now or timezone.now()) - STUCK_CALLBACK_AFTER
-    return Q(state__in=(ReceivedCallback.RECEIVED, ReceivedCallback.QUEUED), received_at__lt=cutoff)
+    """Stuck callbacks: what the sweep queues again (received but never queued, or queued and overdue by
+    ``CALLBACK_REQUEUE_AFTER``). The one definition is :func:`~django_paycollect.callbacks.stuck_filter`,
+    shared with the sweep, the callback list's filter and the check ``paycollect.W005``."""
+    from .callbacks import stuck_filter  # callbacks imports the tasks, which this module need not load
+
+    return stuck_filter(now)
 
 
 @dataclass(frozen=True)
@@ -425,10 +425,7 @@ def needs_a_person(community_id: str, now: dt.datetime | None = None) -> list[At
             gettext("Stuck callbacks"),
             callbacks_stuck,
             "paycollect.receivedcallback",
-            {
-                "state__in": f"{ReceivedCallback.RECEIVED},{ReceivedCallback.QUEUED}",
-                "received_at__lt": (now - STUCK_CALLBACK_AFTER).isoformat(),
-            },
+            {"waiting": "stuck"},  # the callback list's filter: the same definition
             site_wide=True,
         ),
     ]

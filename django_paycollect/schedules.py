@@ -16,6 +16,14 @@ from celery.schedules import crontab
 #: ``expires`` drops a run still queued when the next one is due, so a slow worker never piles
 #: them up.
 BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
+    # Callbacks whose verification was lost (a worker killed with its message, a broker restarted
+    # without it, queueing that failed) are queued again once PAYCOLLECT["CALLBACK_REQUEUE_AFTER"]
+    # has passed, so none waits for the broker's visibility timeout, nor for a person.
+    "paycollect-sweep-callbacks": {
+        "task": "paycollect.sweep_callbacks",
+        "schedule": timedelta(minutes=1),
+        "options": {"expires": 55},
+    },
     "paycollect-reconcile": {
         "task": "paycollect.reconcile",
         "schedule": timedelta(minutes=15),

@@ -17,6 +17,7 @@ from rest_framework import serializers
 
 from .client import CURRENCIES, DEFAULT_CURRENCY, DEFAULT_PAY_USING
 from .client.validation import Checker
+from .ids import canonical_uuid, looks_like_uuid
 
 
 def _spec_rule(rule: Callable[..., Any], **options: Any) -> Callable[[Any], Any]:
@@ -141,10 +142,6 @@ class RefundSerializer(serializers.Serializer[dict[str, Any]]):
 # Nothing read here is trusted: these serializers only say which transaction a message is about
 # and keep what it claims for the record. Verification fetches the transaction from the service.
 
-_UUID_TEXT = re.compile(
-    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|[0-9a-fA-F]{32}"
-)
-
 #: Top-level keys of the spec's callback body; every other key is a custom field (labels may hold spaces).
 CALLBACK_FIELDS = frozenset(
     {
@@ -162,13 +159,8 @@ CALLBACK_FIELDS = frozenset(
 )
 
 
-def looks_like_uuid(value: Any) -> bool:
-    """A transaction uuid as the spec names it: 36-character text, or the same 32 hex digits."""
-    return isinstance(value, str) and _UUID_TEXT.fullmatch(value.strip()) is not None
-
-
 class TransactionUuidField(serializers.CharField):
-    """A transaction uuid, kept as the service spelled it (it is what we store, match and fetch)."""
+    """A transaction uuid, in its canonical form (lower case, with dashes) whatever spelling was sent."""
 
     default_error_messages = {"not_uuid": "Not a transaction uuid."}
 
@@ -180,7 +172,7 @@ class TransactionUuidField(serializers.CharField):
         value = super().to_internal_value(data)
         if value and not looks_like_uuid(value):
             self.fail("not_uuid")
-        return value
+        return canonical_uuid(value)
 
 
 def claimed_uuid(attrs: dict[str, Any]) -> str:
@@ -192,8 +184,8 @@ def claimed_uuid(attrs: dict[str, Any]) -> str:
     uuid: str = attrs.get("transaction_uuid") or ""
     other = attrs.get("transaction_id")
     if isinstance(other, str) and looks_like_uuid(other):
-        other = other.strip()
-        if uuid and uuid.lower() != other.lower():
+        other = canonical_uuid(other)
+        if uuid and canonical_uuid(uuid) != other:
             raise serializers.ValidationError(
                 {"transaction_id": ["Names another transaction than transaction_uuid."]}
             )

@@ -21,7 +21,7 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, TypeVar, overload
@@ -29,7 +29,7 @@ from typing import Any, TypeVar, overload
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.db import IntegrityError, router, transaction
-from django.db.models import Model
+from django.db.models import F, Model, Q
 from django.utils import timezone
 from django.utils.translation import gettext
 from rest_framework import serializers as drf_serializers
@@ -39,6 +39,7 @@ from .client import (
     OPERATIONS,
     ConnectError,
     Envelope,
+    NotFoundError,
     OutcomeUnknownError,
     PayCollectClient,
     PayCollectError,
@@ -57,10 +58,12 @@ from .client.types import (
 )
 from .conf import paycollect_settings
 from .exceptions import PayCollectConfigurationError, PaymentRefused, ServiceUsageError
+from .ids import canonical_uuid
 from .models import (
     ApiCall,
     Community,
     DirectOrder,
+    FetchMark,
     ReceivedCallback,
     RecurringSeries,
     Refund,
@@ -469,6 +472,13 @@ def _set_local_status(txn: Transaction, status: str, *, source: str) -> None:
 M = TypeVar("M", bound=Model)
 
 
+def savepoint_if_atomic(model: type[Model]) -> AbstractContextManager[Any]:
+    """For an INSERT that may meet a unique violation: outside atomic it commits alone and the violation
+    harms nothing; inside an outer atomic block a savepoint keeps that block usable after it."""
+    connection = transaction.get_connection(router.db_for_write(model))
+    return transaction.atomic() if connection.in_atomic_block else nullcontext()
+
+
 @contextmanager
 def _locked(model: type[M], pk: int) -> Iterator[M]:
     with transaction.atomic():
@@ -634,7 +644,7 @@ def start_payment(
         else:
             assert envelope is not None
             started = envelope.result
-            txn.uuid = started.transaction_uuid
+            txn.uuid = canonical_uuid(started.transaction_uuid) if started.transaction_uuid else None
             txn.service_id = started.transaction_id
             txn.iframe_url = started.iframe_url or ""
             txn.bill_reference = started.bill_reference or ""
@@ -663,16 +673,38 @@ def sync_transaction(
     Raises the client's error when the service cannot be read (the caller decides to retry).
     ``timeout`` and ``max_network_retries`` override the settings (a waiting customer: short, none).
     """
+    uuid = canonical_uuid(uuid) if uuid else uuid
     if txn is None:
         if not uuid:
             raise ValueError("sync_transaction needs a transaction or a uuid")
         txn = Transaction.objects.filter(uuid=uuid).first()
+    return _sync(
+        txn,
+        uuid,
+        community_id=community_id,
+        source=source,
+        timeout=timeout,
+        max_network_retries=max_network_retries,
+    )
+
+
+def _sync(
+    txn: Transaction | None,
+    uuid: str | None,
+    *,
+    community_id: str | None,
+    source: str,
+    timeout: tuple[float, float] | None = None,
+    max_network_retries: int | None = None,
+) -> Transaction:
+    """:func:`sync_transaction` once the stored transaction (or its absence) is known."""
     if txn is not None and not txn.uuid:
         raise ServiceUsageError("this transaction was never accepted by the service: nothing to fetch")
     wanted_uuid = txn.uuid if txn is not None else uuid
     assert wanted_uuid
     config = community_config(txn.community_id if txn is not None else community_id)
     client = get_client(config, timeout=timeout, max_network_retries=max_network_retries)
+    sent_at = timezone.now()
     envelope, error, api_call = _invoke(
         "get_transaction",
         config,
@@ -692,6 +724,8 @@ def sync_transaction(
         txn = Transaction.objects.select_for_update().get(pk=txn.pk)
         txn.raw = json_safe(envelope.data)
         txn.last_synced_at = timezone.now()
+        # What the service said is at least as new as this: it answers every callback queued before.
+        txn.fetch_sent_at = max(sent_at, txn.fetch_sent_at or sent_at)
         txn.service_id = fetched.id or txn.service_id
         _link_series(txn, fetched)
         differences = _differences(txn, fetched)
@@ -746,10 +780,11 @@ def _link_series(txn: Transaction, fetched: FetchedTransaction) -> None:
     info = fetched.recurring
     if info is None or not info.parent_transaction:
         return
+    parent_uuid = canonical_uuid(info.parent_transaction)
     series, _ = RecurringSeries.objects.select_for_update().get_or_create(
-        parent_uuid=info.parent_transaction, defaults={"community_id": txn.community_id}
+        parent_uuid=parent_uuid, defaults={"community_id": txn.community_id}
     )
-    if info.parent_transaction == txn.uuid:
+    if parent_uuid == txn.uuid:
         series.parent_transaction = txn
     series.expiry_date = info.expiry_date or series.expiry_date
     series.minimum_days_between_payments = (
@@ -763,7 +798,7 @@ def _link_series(txn: Transaction, fetched: FetchedTransaction) -> None:
     series.last_synced_at = timezone.now()
     series.save()
     txn.series = series
-    txn.parent_uuid = info.parent_transaction
+    txn.parent_uuid = parent_uuid
     txn.transaction_order = info.transaction_order
 
 
@@ -1106,7 +1141,70 @@ TRANSIENT_ERRORS: tuple[type[PayCollectError], ...] = (
 )
 
 
-def verify_callback(callback_id: int) -> ReceivedCallback:
+class FetchDeferred(Exception):
+    """A callback's transaction was fetched for another callback moments ago: verify it again later.
+
+    Raised by :func:`verify_callback` instead of a second fetch within ``CALLBACK_FETCH_INTERVAL``;
+    ``seconds`` is when the next fetch of that transaction is allowed. Not an error: the callback
+    stays queued (``next_attempt_at`` says until when) and the task tries again then.
+    """
+
+    def __init__(self, callback_id: int, uuid: str, seconds: float) -> None:
+        super().__init__(
+            f"callback #{callback_id}: transaction {uuid} was fetched moments ago for another callback; "
+            f"verify again in {seconds:.1f} s"
+        )
+        self.callback_id = callback_id
+        self.uuid = uuid
+        self.seconds = seconds
+
+
+def callback_fetch_interval() -> dt.timedelta:
+    """``PAYCOLLECT["CALLBACK_FETCH_INTERVAL"]``: callbacks fetch a transaction at most once per this long."""
+    return dt.timedelta(seconds=float(paycollect_settings.CALLBACK_FETCH_INTERVAL))
+
+
+#: Added to a deferral, so the deferred verification finds the interval over rather than just not yet.
+_DEFER_MARGIN = 0.25
+
+
+def _claim_fetch(callback_id: int, uuid: str, asked: dt.datetime, *, force: bool) -> dt.datetime:
+    """Take the right to fetch ``uuid`` now (at most once per interval, across processes); returns when
+    it was taken. Raises :class:`FetchDeferred` when another verification took it less than an interval
+    ago (unless ``force``: a person asked), and :class:`~django_paycollect.client.NotFoundError` when a
+    fetch sent after ``asked`` found that the service does not know the uuid."""
+    now = timezone.now()
+    try:
+        with savepoint_if_atomic(FetchMark):
+            FetchMark.objects.create(uuid=uuid, claimed_at=now)
+        return now  # the first verification of this uuid: one INSERT
+    except IntegrityError:
+        pass
+    mark = FetchMark.objects.filter(uuid=uuid).first()
+    if mark is None:  # pruned a moment ago
+        return _claim_fetch(callback_id, uuid, asked, force=force)
+    if mark.not_found_at is not None and mark.not_found_at >= asked:
+        raise NotFoundError(
+            f"the service does not know it (answered by the fetch sent at "
+            f"{mark.not_found_at:%Y-%m-%d %H:%M:%S} for another callback)"
+        )
+    interval = callback_fetch_interval()
+    # One conditional UPDATE: of verifications racing for the same uuid, exactly one matches.
+    due = Q() if force else Q(claimed_at__isnull=True) | Q(claimed_at__lte=now - interval)
+    if FetchMark.objects.filter(due, pk=mark.pk).update(claimed_at=now):
+        return now
+    last = FetchMark.objects.values_list("claimed_at", flat=True).get(pk=mark.pk) or now
+    wait = max(0.0, (last + interval - now).total_seconds()) + _DEFER_MARGIN
+    raise FetchDeferred(callback_id, uuid, wait)
+
+
+def callback_fetch_due(uuid: str) -> bool:
+    """Whether a callback may fetch ``uuid`` now: nobody took the right to in the last interval."""
+    claimed_at = FetchMark.objects.filter(uuid=uuid).values_list("claimed_at", flat=True).first()
+    return claimed_at is None or claimed_at <= timezone.now() - callback_fetch_interval()
+
+
+def verify_callback(callback_id: int, *, force: bool = False) -> ReceivedCallback:
     """Verify a stored callback: fetch its transaction from the service and apply what the service says.
 
     The callback's claims (status, amount) are never applied; they only say which transaction to
@@ -1114,6 +1212,14 @@ def verify_callback(callback_id: int) -> ReceivedCallback:
     fetched object. Idempotent: a callback already processed (a redelivered task, a second click)
     is left alone. Raises the client's error when the service cannot be read: the caller retries
     on :data:`TRANSIENT_ERRORS` and otherwise records the failure with :func:`callback_failed`.
+
+    Fetches are bounded per transaction, across processes: a fetch sent after this callback was
+    queued (for another callback, a browser return, a sync) answers it without another one
+    (``Transaction.fetch_sent_at``); otherwise at most one fetch per ``CALLBACK_FETCH_INTERVAL`` is
+    made (:class:`~django_paycollect.models.FetchMark`), and a verification that would make a
+    second raises :class:`FetchDeferred`. So a flood of callbacks claiming distinct statuses of one
+    uuid costs a fetch or two, never one each. ``force`` (a person asked again) fetches within the
+    interval.
     """
     with transaction.atomic():
         callback = ReceivedCallback.objects.select_for_update().get(pk=callback_id)
@@ -1123,20 +1229,42 @@ def verify_callback(callback_id: int) -> ReceivedCallback:
             ReceivedCallback.INVALID,
         ):
             return callback
-        callback.attempts += 1
-        callback.task_id = current_task_id.get() or callback.task_id
-        callback.save(update_fields=["attempts", "task_id"])
 
-    known = Transaction.objects.filter(uuid=callback.transaction_uuid).first()
-    community_id = known.community_id if known is not None else community_of(callback.merchant_id)
-    txn = sync_transaction(
-        known, uuid=callback.transaction_uuid, community_id=community_id, source="callback"
+    uuid = callback.transaction_uuid
+    asked = callback.queued_at or callback.received_at
+    known = Transaction.objects.filter(uuid=uuid).first()
+    if known is not None and known.fetch_sent_at is not None and known.fetch_sent_at >= asked:
+        # Fetched after this callback was queued: what the service said then answers it too.
+        when = f"{known.fetch_sent_at:%Y-%m-%d %H:%M:%S}"
+        return _verified(callback, known, f"answered by the fetch sent at {when} (not fetched again)")
+
+    sent_at = _claim_fetch(callback_id, uuid, asked, force=force)
+    task_id = current_task_id.get()
+    ReceivedCallback.objects.filter(pk=callback_id).update(
+        attempts=F("attempts") + 1, **({"task_id": task_id} if task_id else {})
     )
+    callback.attempts += 1
+    callback.task_id = task_id or callback.task_id
+    community_id = known.community_id if known is not None else community_of(callback.merchant_id)
+    try:
+        txn = _sync(known, uuid, community_id=community_id, source="callback")  # known: looked up above
+    except NotFoundError:
+        FetchMark.objects.filter(uuid=uuid).filter(
+            Q(not_found_at__isnull=True) | Q(not_found_at__lt=sent_at)
+        ).update(not_found_at=sent_at)
+        raise
+    return _verified(callback, txn)
+
+
+def _verified(callback: ReceivedCallback, txn: Transaction, answered: str = "") -> ReceivedCallback:
+    """Record what verification found (one conditional UPDATE) and return the callback as recorded."""
     # An API payment's payment_id names the API payment, never a direct order: no lookup for it.
     if callback.payment_id and txn.direct_order_id is None and txn.payment_for != "API_PAYMENT":
         _link_direct_order(txn, callback.payment_id)
 
     notes = [f"service says {txn.service_status or '?'}; transaction is {txn.status}"]
+    if answered:
+        notes.append(answered)
     if callback.claimed_status and callback.claimed_status != txn.service_status:
         notes.append(f"the callback claimed {callback.claimed_status}")
     if callback.merchant_id and callback.merchant_id != txn.community_id:
@@ -1149,12 +1277,13 @@ def verify_callback(callback_id: int) -> ReceivedCallback:
         "transaction": txn,
         "state": ReceivedCallback.PROCESSED,
         "processed_at": timezone.now(),
+        "next_attempt_at": None,
         "outcome": "; ".join(notes),
         "error": "",
         "traceback": "",
     }
     # One conditional UPDATE: a concurrent run that finished first is left as it recorded.
-    ReceivedCallback.objects.filter(pk=callback_id).exclude(state=ReceivedCallback.PROCESSED).update(**done)
+    ReceivedCallback.objects.filter(pk=callback.pk).exclude(state=ReceivedCallback.PROCESSED).update(**done)
     for field, value in done.items():
         setattr(callback, field, value)
     return callback
@@ -1165,8 +1294,24 @@ def callback_failed(callback_id: int, error: BaseException, traceback_text: str 
     secrets = _secrets(None)
     ReceivedCallback.objects.filter(pk=callback_id).exclude(state=ReceivedCallback.PROCESSED).update(
         state=ReceivedCallback.FAILED,
+        next_attempt_at=None,
         error=_without(f"{type(error).__name__}: {error}", secrets)[:2000],
         traceback=_without(traceback_text, secrets)[-20000:],
+    )
+
+
+def callback_waiting(callback_id: int, seconds: float, *, error: str = "", outcome: str = "") -> None:
+    """Record that a callback's verification is due again in ``seconds`` (a retry, or a deferral) and why.
+
+    The sweep leaves it alone until then (plus ``CALLBACK_REQUEUE_AFTER``); the admin shows why it waits.
+    """
+    changes: dict[str, Any] = {"next_attempt_at": timezone.now() + dt.timedelta(seconds=seconds)}
+    if error:
+        changes["error"] = _without(error, _secrets(None))[:2000]
+    if outcome:
+        changes["outcome"] = outcome[:2000]
+    ReceivedCallback.objects.filter(pk=callback_id, state__in=ReceivedCallback.WAITING_STATES).update(
+        **changes
     )
 
 

@@ -44,13 +44,22 @@ from decimal import Decimal
 from typing import Any, NoReturn, TypeVar
 
 from celery import shared_task
+from django import db
 from django.apps import apps
 from django.contrib.auth import get_user_model
 
 from . import reconciliation, services
 from .client import OPERATIONS, ConnectError, Logo, NotFoundError, PayCollectError, RateLimitError
 from .exceptions import PaymentRefused
-from .models import ApiCall, DirectOrder, RecurringSeries, Refund, StatisticsSnapshot, Transaction
+from .models import (
+    ApiCall,
+    DirectOrder,
+    ReceivedCallback,
+    RecurringSeries,
+    Refund,
+    StatisticsSnapshot,
+    Transaction,
+)
 
 logger = logging.getLogger("django_paycollect.tasks")
 
@@ -58,6 +67,11 @@ R = TypeVar("R")
 
 #: Seconds before each retry of a callback whose transaction could not be fetched.
 CALLBACK_RETRY_DELAYS = (5, 30, 120, 600, 1800)
+#: Seconds before each retry of a callback whose verification met an unreachable database (then, if
+#: it is still down, the sweep takes over once it is back).
+CALLBACK_DATABASE_RETRY_DELAYS = (2, 5, 10, 20, 30, 60, 60, 60)
+#: Database errors that say "not now" (connection refused, lost, server restarting), not "never".
+DATABASE_UNAVAILABLE = (db.OperationalError, db.InterfaceError)
 #: Retries of a read meeting a transient error: exponential backoff from READ_BACKOFF seconds.
 READ_MAX_RETRIES = 5
 READ_BACKOFF = 2.0
@@ -471,26 +485,90 @@ def create_community(
 # --- callbacks and housekeeping ------------------------------------------------------------------
 
 
-@shared_task(name="paycollect.process_callback", max_retries=len(CALLBACK_RETRY_DELAYS), **_REDELIVERABLE)
-def process_callback(self: Any, callback_id: int) -> str:
-    """Verify a stored callback against the service. Safe to run twice: verification is idempotent."""
+# ignore_result: the callback's row holds the outcome. Queueing it then touches only the broker, never
+# the result backend, so a result store that is down cannot hold up (or fail) the callback view.
+@shared_task(
+    name="paycollect.process_callback",
+    max_retries=len(CALLBACK_RETRY_DELAYS),
+    ignore_result=True,
+    **_REDELIVERABLE,
+)
+def process_callback(self: Any, callback_id: int, force: bool = False) -> str:
+    """Verify a stored callback against the service. Safe to run twice: verification is idempotent.
+
+    Returns the callback's state: ``processed``, ``failed``, or ``queued`` when its verification
+    waits (a retry or a deferral; then the task is retried, or, eager, left to the sweep). ``force``:
+    a person asked (the admin, the command), so a fetch made moments ago does not defer it.
+    """
     with _task_id(self):
         try:
-            return services.verify_callback(callback_id).state
-        except services.TRANSIENT_ERRORS as exc:
-            if self.request.retries < self.max_retries and not self.request.is_eager:
-                raise self.retry(exc=exc, countdown=CALLBACK_RETRY_DELAYS[self.request.retries]) from None
-            services.callback_failed(callback_id, exc, traceback.format_exc())
-            return "failed"
-        except NotFoundError as exc:
-            # The service does not know the uuid: a forged or mistaken callback, not our bug.
-            logger.warning("callback %s names a transaction the service does not know", callback_id)
-            services.callback_failed(callback_id, exc)
-            return "failed"
-        except Exception as exc:  # a permanent error: kept on the callback for the admin, not retried
-            logger.exception("callback %s could not be verified", callback_id)
-            services.callback_failed(callback_id, exc, traceback.format_exc())
-            return "failed"
+            return _verify_callback(self, callback_id, force)
+        except DATABASE_UNAVAILABLE as exc:
+            # Nothing could be recorded: the callback is still waiting in the database, so whatever
+            # happens to this message the sweep finds it. Retried, never acknowledged as done.
+            if self.request.is_eager:
+                raise
+            retries = self.request.retries
+            if retries >= len(CALLBACK_DATABASE_RETRY_DELAYS):
+                logger.error("callback %s: the database is still unreachable; left to the sweep", callback_id)
+                raise
+            logger.warning("callback %s: the database is unreachable (%s); retrying", callback_id, exc)
+            raise self.retry(
+                exc=exc, countdown=CALLBACK_DATABASE_RETRY_DELAYS[retries], max_retries=retries + 1
+            ) from None
+
+
+def _verify_callback(task: Any, callback_id: int, force: bool) -> str:
+    try:
+        return services.verify_callback(callback_id, force=force).state
+    except services.FetchDeferred as deferred:
+        services.callback_waiting(
+            callback_id,
+            deferred.seconds,
+            outcome=f"waiting: {deferred}"[:500],
+        )
+        if task.request.is_eager:
+            # Nothing runs later in eager mode: the sweep (or paycollect_process_callbacks --stuck) does.
+            return ReceivedCallback.QUEUED
+        raise task.retry(countdown=deferred.seconds, max_retries=task.request.retries + 1) from None
+    except services.TRANSIENT_ERRORS as exc:
+        attempts = ReceivedCallback.objects.values_list("attempts", flat=True).get(pk=callback_id)
+        if not task.request.is_eager and attempts <= len(CALLBACK_RETRY_DELAYS):
+            delay = CALLBACK_RETRY_DELAYS[max(attempts, 1) - 1]
+            services.callback_waiting(
+                callback_id,
+                delay,
+                error=f"{type(exc).__name__}: {exc}; trying again in {delay} s "
+                f"(attempt {attempts} of {len(CALLBACK_RETRY_DELAYS) + 1})",
+            )
+            raise task.retry(exc=exc, countdown=delay, max_retries=task.request.retries + 1) from None
+        services.callback_failed(callback_id, exc, traceback.format_exc())
+        return ReceivedCallback.FAILED
+    except NotFoundError as exc:
+        # The service does not know the uuid: a forged or mistaken callback, not our bug.
+        logger.warning("callback %s names a transaction the service does not know", callback_id)
+        services.callback_failed(callback_id, exc)
+        return ReceivedCallback.FAILED
+    except DATABASE_UNAVAILABLE:
+        raise
+    except Exception as exc:  # a permanent error: kept on the callback for the admin, not retried
+        logger.exception("callback %s could not be verified", callback_id)
+        services.callback_failed(callback_id, exc, traceback.format_exc())
+        return ReceivedCallback.FAILED
+
+
+@shared_task(name="paycollect.sweep_callbacks", ignore_result=True, **_REDELIVERABLE)
+def sweep_callbacks(self: Any) -> dict[str, Any]:
+    """Queue again the callbacks left received or queued too long (see ``callbacks.sweep``).
+
+    In the beat schedule every minute: a worker killed with its messages, a broker restarted without
+    them, a database down while verifications ran: each such callback is verified at most
+    ``CALLBACK_REQUEUE_AFTER`` (plus a minute) after it was due, whatever the broker's visibility timeout.
+    """
+    from . import callbacks  # callbacks imports this module
+
+    with _task_id(self):
+        return callbacks.sweep().as_dict()
 
 
 @shared_task(name="paycollect.reconcile", **_REDELIVERABLE)

@@ -29,7 +29,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from django_paycollect import callbacks, services, tasks
-from django_paycollect.models import DirectOrder, ReceivedCallback, RecurringSeries, Transaction
+from django_paycollect.models import DirectOrder, FetchMark, ReceivedCallback, RecurringSeries, Transaction
 from django_paycollect.sandbox.envelope import dumps
 from tests.conftest import CALLBACK_TOKEN
 
@@ -598,7 +598,7 @@ def test_the_spec_variants_are_parsed_into_the_stored_claims(client, no_worker):
     assert post(client, body).status_code == 200
     callback = ReceivedCallback.objects.get()
     assert callback.state == ReceivedCallback.QUEUED
-    assert callback.transaction_uuid == UUID.upper()
+    assert callback.transaction_uuid == UUID  # canonical, whatever the spelling sent
     assert callback.dedupe_key == f"{UUID}|SUCCESSFUL"
     assert callback.total_amount == Decimal("205.20")
     assert callback.total_amount_piasters == 20520
@@ -672,11 +672,12 @@ def test_a_redelivery_gives_a_failed_original_another_chance_once(client, no_wor
 
 @live
 def test_a_redelivery_verifies_again_an_original_the_service_had_not_confirmed_yet(
-    client, paycollect_live, pay, signal_log
+    client, paycollect_live, pay, signal_log, settings
 ):
     """The service sent "SUCCESSFUL" before its own records said so: the first verification found
     PENDING. Its redelivery is the chance to apply the outcome (once, for many redeliveries)."""
     sb = paycollect_live
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "CALLBACK_FETCH_INTERVAL": 600}  # the test moves past it
     txn = pay("100.00")
     post(client, body_for(txn.uuid))
     original = ReceivedCallback.objects.get()
@@ -684,6 +685,11 @@ def test_a_redelivery_verifies_again_an_original_the_service_had_not_confirmed_y
     assert Transaction.objects.get(pk=txn.pk).status == Transaction.PENDING
 
     sb.control.complete(txn.uuid, "SUCCESSFUL")
+    # Within CALLBACK_FETCH_INTERVAL of the first fetch, a redelivery costs no fetch.
+    assert post(client, body_for(txn.uuid)).status_code == 200
+    original.refresh_from_db()
+    assert (original.state, original.attempts) == (ReceivedCallback.PROCESSED, 1)
+    FetchMark.objects.update(claimed_at=timezone.now() - dt.timedelta(minutes=11))  # the interval passes
     for _ in range(3):
         assert post(client, body_for(txn.uuid)).status_code == 200
     original.refresh_from_db()
@@ -691,7 +697,7 @@ def test_a_redelivery_verifies_again_an_original_the_service_had_not_confirmed_y
     assert original.attempts == 2  # verified again once: the next redeliveries were throttled
     assert "service says SUCCESSFUL" in original.outcome
     assert Transaction.objects.get(pk=txn.pk).status == Transaction.SUCCESSFUL
-    assert ReceivedCallback.objects.filter(state=ReceivedCallback.DUPLICATE).count() == 3
+    assert ReceivedCallback.objects.filter(state=ReceivedCallback.DUPLICATE).count() == 4
     assert signal_log.count("payment_succeeded") == 1
     # Once the transaction is final, redeliveries cost no fetch at all.
     cache.clear()
@@ -707,7 +713,8 @@ def test_a_broker_that_cannot_be_reached_leaves_the_callback_stored_for_the_comm
     assert response.status_code == 200  # stored: the sender need not send it again
     callback = ReceivedCallback.objects.get()
     assert callback.state == ReceivedCallback.RECEIVED
-    assert callback.error == "could not be queued: ConnectionRefusedError"
+    assert callback.error.startswith("could not be queued for verification at ")
+    assert "(ConnectionRefusedError: broker); the sweep queues it again" in callback.error
 
 
 @live

@@ -139,7 +139,7 @@ def ledger(db, cairo):
     callback(ReceivedCallback.INVALID, at(11, 3))
     callback(ReceivedCallback.FAILED, at(12, 3))
     callback(ReceivedCallback.FAILED, at(1, 3))  # before the period: still needs a person
-    callback(ReceivedCallback.RECEIVED, NOW - dt.timedelta(minutes=2))  # waiting, not stuck
+    callback(ReceivedCallback.QUEUED, NOW - dt.timedelta(minutes=2))  # waiting: not overdue, not stuck
     callback(ReceivedCallback.QUEUED, NOW - dt.timedelta(minutes=30))  # stuck
     callback(ReceivedCallback.RECEIVED, at(12, 10))  # stuck
     callback(ReceivedCallback.RECEIVED, at(1, 10))  # stuck since before the period: the oldest

@@ -85,7 +85,7 @@ def test_beat_schedule_names_registered_tasks_and_drops_stale_runs():
     for entry in tasks.BEAT_SCHEDULE.values():
         assert entry["task"] in app.tasks
         assert entry["options"]["expires"] > 0
-        json.dumps(entry["kwargs"])  # django-celery-beat stores them as JSON
+        json.dumps(entry.get("kwargs", {}))  # django-celery-beat stores them as JSON
     reconcile = tasks.BEAT_SCHEDULE["paycollect-reconcile"]
     assert reconcile["options"]["expires"] < reconcile["schedule"].total_seconds()
 

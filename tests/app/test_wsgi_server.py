@@ -100,7 +100,7 @@ def send(served: Served, body: object) -> requests.Response:
 
 
 def test_a_chunked_callback_is_read_and_stored(gunicorn):
-    document = {"transaction_uuid": UUID, "transaction_status": "SUCCESSFUL", "Notes": "x" * 3000}
+    document = {"transaction_uuid": UUID.upper(), "transaction_status": "SUCCESSFUL", "Notes": "x" * 3000}
     text = json.dumps(document)
     before = len(gunicorn.rows())
     response = send(gunicorn, chunked(text.encode()))

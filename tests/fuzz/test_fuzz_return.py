@@ -29,6 +29,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from django_paycollect import callbacks
+from django_paycollect.ids import canonical_uuid
 from django_paycollect.models import ApiCall, ReceivedCallback, Transaction
 from tests.hypothesis_profiles import FULL, examples
 
@@ -236,10 +237,12 @@ def same_uuid(text: str, uuid: str) -> bool:
 
 
 def candidates(query: Query) -> set[str]:
-    """What the view may use: the (last) transaction_uuid or transaction_id, stripped (an id as a number)."""
+    """What the view may use: the (last) transaction_uuid or transaction_id, stripped, a uuid in its canonical
+    form (an id as a number)."""
     parsed = QueryDict(query.string.encode("latin-1"))
     found = {(parsed.get(key) or "").strip() for key in ("transaction_uuid", "transaction_id")} - {""}
-    return found | {str(int(text)) for text in found if text.isascii() and text.isdigit()}
+    numbers = {str(int(text)) for text in found if text.isascii() and text.isdigit()}
+    return {canonical_uuid(text) for text in found} | numbers
 
 
 def names_successful(used: str) -> bool:
@@ -288,8 +291,9 @@ def test_the_return_and_its_status_never_fail_and_never_show_success_unless_paid
         tally[outcome] += 1
         if used:
             assert used in candidates(query), (used, query.string)
-        # Success only for the stored SUCCESSFUL transaction, failure only for the FAILED one (today named
-        # exactly; the same uuid in capitals or without dashes would name them too).
+            assert used == canonical_uuid(used)
+        # Success only for the stored SUCCESSFUL transaction, failure only for the FAILED one, whatever
+        # the spelling of their uuid (capitals, no dashes): the view uses the canonical form.
         if outcome == "success":
             assert names_successful(used)
             tally["success by numeric id"] += used == str(SUCCESSFUL_ID)
@@ -300,7 +304,7 @@ def test_the_return_and_its_status_never_fail_and_never_show_success_unless_paid
             assert response["Referrer-Policy"] == "same-origin"
         else:
             pytest.fail(f"the return answered {response.status_code}")
-        if used in (SUCCESSFUL, str(SUCCESSFUL_ID)):
+        if names_successful(used):
             assert outcome == "success"
         # The status endpoint agrees with the return.
         if outcome == "failure" and not used:

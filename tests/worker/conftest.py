@@ -7,11 +7,14 @@ in-memory SQLite database cannot be.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -20,8 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from celery import Celery
 from django.db import connection
+
+from tests.servers import free_port, gunicorn_command
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = os.environ.get("PAYCOLLECT_TEST_REDIS", "")
@@ -109,24 +115,17 @@ def producer(worker_queue: str) -> Iterator[Celery]:
 def start_worker(
     transactional_db: None, paycollect_live: Any, settings: Any, worker_queue: str, tmp_path: Path
 ) -> Iterator[Callable[..., Worker]]:
-    """``start_worker(concurrency=2, env={...})`` -> a ready Worker; every worker is killed at teardown.
+    """``start_worker(concurrency=2, env={...}, beat=False)`` -> a ready Worker; every worker is killed at
+    teardown. ``beat`` embeds celery beat (-B), with the sweep every PAYCOLLECT_WORKER_SWEEP_EVERY seconds.
 
     Depends on transactional_db so that workers are gone before the database is flushed.
     """
     workers: list[Worker] = []
 
-    def start(concurrency: int = 2, env: dict[str, str] | None = None) -> Worker:
+    def start(concurrency: int = 2, env: dict[str, str] | None = None, beat: bool = False) -> Worker:
         name = f"w{len(workers) + 1}-{uuid.uuid4().hex[:6]}@paycollect-tests"
         log = tmp_path / f"{name.split('@')[0]}.log"
-        environ = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "tests.worker.settings",
-            "PAYCOLLECT_TEST_DB_NAME": connection.settings_dict["NAME"],
-            "PAYCOLLECT_WORKER_PAYCOLLECT": json.dumps(settings.PAYCOLLECT),
-            "PAYCOLLECT_WORKER_QUEUE": worker_queue,
-            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
-            **(env or {}),
-        }
+        environ = {**worker_environment(settings, worker_queue), **(env or {})}
         command = [
             sys.executable,
             "-m",
@@ -147,6 +146,7 @@ def start_worker(
             "--without-heartbeat",
             "-l",
             "info",
+            *(["-B", "-s", str(tmp_path / f"{name.split('@')[0]}-beat-schedule")] if beat else []),
         ]
         with log.open("wb") as out:
             process = subprocess.Popen(  # noqa: S603
@@ -161,6 +161,8 @@ def start_worker(
             return " ready." in worker.log_text()
 
         wait_for(f"worker {name} to be ready", ready)
+        if beat:
+            wait_for(f"the beat of {name}", lambda: "beat: Starting..." in worker.log_text())
         return worker
 
     yield start
@@ -168,3 +170,175 @@ def start_worker(
         worker.kill()
         # Shown by pytest only when the test failed.
         print(f"--- log of {worker.name} (last 4000 characters)\n{worker.log_text()[-4000:]}")
+
+
+# --- a web process, and services of a test's own ----------------------------------------------------------
+
+
+def worker_environment(settings: Any, worker_queue: str) -> dict[str, str]:
+    """What the web and worker processes of a test share: settings module, database, PAYCOLLECT, queue."""
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.worker.settings",
+        "PAYCOLLECT_TEST_DB_NAME": connection.settings_dict["NAME"],
+        "PAYCOLLECT_WORKER_PAYCOLLECT": json.dumps(settings.PAYCOLLECT),
+        "PAYCOLLECT_WORKER_QUEUE": worker_queue,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+    }
+
+
+@pytest.fixture
+def start_web(
+    transactional_db: None, paycollect_live: Any, settings: Any, worker_queue: str, tmp_path: Path
+) -> Iterator[Callable[..., str]]:
+    """``start_web(env={...}, processes=2)`` -> the base URL of the test project in gunicorn, on the worker
+    settings (the same database, PAYCOLLECT and queue as the workers): callbacks go through a real WSGI
+    server and a real broker publish."""
+    servers: list[tuple[subprocess.Popen[bytes], Path]] = []
+
+    def start(env: dict[str, str] | None = None, processes: int = 2) -> str:
+        port = free_port()
+        log = tmp_path / f"web-{len(servers) + 1}.log"
+        options = ("-w", str(processes), "--threads", "4", "--graceful-timeout", "2")
+        command = gunicorn_command("tests.wsgi:application", port, *options)
+        with log.open("wb") as out:
+            server = subprocess.Popen(  # noqa: S603
+                command,
+                cwd=ROOT,
+                env={**worker_environment(settings, worker_queue), **(env or {})},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        servers.append((server, log))
+        url = f"http://127.0.0.1:{port}"
+
+        def ready() -> bool:
+            if server.poll() is not None:
+                pytest.fail(f"gunicorn exited with {server.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                requests.get(f"{url}/paycollect/return/status/", timeout=10)
+            except requests.RequestException:
+                return False
+            return True
+
+        wait_for("gunicorn to answer", ready, interval=0.2)
+        return url
+
+    yield start
+    for server, log in servers:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait(timeout=10)
+        print(f"--- log of {log.name} (last 3000 characters)\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def _as_postgres(command: list[str]) -> list[str]:
+    # PostgreSQL refuses to run as root: in CI and here the tests do, so its tools run as "postgres".
+    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
+
+
+class ThrowawayPostgres:
+    """A PostgreSQL cluster of one test, on a free port, stopped and started by it (never the shared one)."""
+
+    def __init__(self) -> None:
+        found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+        if not found:
+            pytest.skip("needs PostgreSQL's server binaries (bash .ci/postgres.sh installs them)")
+        self.bin = found[-1].parent
+        self.port = free_port()
+        # In /tmp itself: the "postgres" user must reach it, and a TMPDIR (CI's) may be private to root.
+        self.directory = Path(tempfile.mkdtemp(prefix="paycollect-throwaway-pg-", dir="/tmp"))
+        self.data = self.directory / "data"
+        self.data.mkdir()
+        if os.geteuid() == 0:
+            self.directory.chmod(0o755)
+            shutil.chown(self.data, "postgres")
+        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres")
+
+    def _run(self, tool: str, *args: str) -> None:
+        subprocess.run(  # noqa: S603
+            _as_postgres([str(self.bin / tool), *args]), check=True, capture_output=True, timeout=120
+        )
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The processes' database: this cluster's "paycollect" database."""
+        return {
+            "PAYCOLLECT_TEST_POSTGRES": f"127.0.0.1:{self.port}:paycollect:postgres",
+            "PAYCOLLECT_TEST_DB_NAME": "paycollect",
+        }
+
+    def start(self) -> None:
+        options = f"-h 127.0.0.1 -p {self.port} -k {self.data} -c fsync=off -c synchronous_commit=off"
+        self._run(
+            "pg_ctl", "-D", str(self.data), "-w", "-l", str(self.data / "server.log"), "-o", options, "start"
+        )
+
+    def stop(self) -> None:
+        """As an outage: every connection is cut, and nothing answers until :meth:`start`."""
+        self._run("pg_ctl", "-D", str(self.data), "-w", "-m", "fast", "stop")
+
+    def create_database(self) -> None:
+        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "paycollect")
+
+    def connect(self) -> Any:
+        import psycopg
+
+        return psycopg.connect(
+            f"host=127.0.0.1 port={self.port} user=postgres dbname=paycollect", autocommit=True
+        )
+
+    def destroy(self) -> None:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self._run("pg_ctl", "-D", str(self.data), "-w", "-m", "immediate", "stop")
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class ThrowawayRedis:
+    """A Redis of one test, without persistence: a restart loses every message, as the issue describes."""
+
+    def __init__(self, directory: Path) -> None:
+        self.port = free_port()
+        self.directory = directory
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        command = [
+            "redis-server",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ]
+        log = (self.directory / f"redis-{self.port}.log").open("ab")
+        self.process = subprocess.Popen(command, cwd=self.directory, stdout=log, stderr=subprocess.STDOUT)  # noqa: S603
+        import redis
+
+        client = redis.Redis.from_url(self.url)
+        wait_for("redis to answer", lambda: _pings(client))
+        client.close()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()  # gone at once, and with it every message
+            self.process.wait(timeout=10)
+
+
+def _pings(client: Any) -> bool:
+    try:
+        return bool(client.ping())
+    except Exception:
+        return False

@@ -1,4 +1,4 @@
-"""``manage.py paycollect_process_callbacks [--failed] [--ids 1 2 3] [--older-than 1m] [--dry-run]``."""
+"""``manage.py paycollect_process_callbacks [--stuck | --failed | --ids 1 2] [--older-than 1m]``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from ... import callbacks, reconciliation
@@ -24,13 +24,20 @@ def age(text: str) -> timedelta:
 class Command(BaseCommand):
     help = (
         "Verify stored callbacks again, here and now, through the service layer: by default those "
-        "received or queued more than --older-than ago whose task never ran (a broker down, a worker "
-        "lost); with --failed those whose verification failed; with --ids exactly those. "
+        "received or queued whose verification was due more than --older-than ago (a broker down, a "
+        "worker lost); with --stuck those the periodic sweep would queue again (received, or due more "
+        "than CALLBACK_REQUEUE_AFTER ago: the sweep's equivalent when no worker or beat runs); with "
+        "--failed those whose verification failed; with --ids exactly those. "
         "Exits with status 1 when one still fails."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         which = parser.add_mutually_exclusive_group()
+        which.add_argument(
+            "--stuck",
+            action="store_true",
+            help="what the sweep queues again: received, or queued and overdue by CALLBACK_REQUEUE_AFTER",
+        )
         which.add_argument("--failed", action="store_true", help="callbacks whose verification failed")
         which.add_argument("--ids", nargs="+", type=int, metavar="ID", help="these callbacks (by id)")
         parser.add_argument(
@@ -38,7 +45,7 @@ class Command(BaseCommand):
             type=age,
             default=timedelta(minutes=1),
             metavar="AGE",
-            help="without --failed or --ids: received at least this long ago (default 1m)",
+            help="without --stuck, --failed or --ids: due at least this long ago (default 1m)",
         )
         parser.add_argument("--dry-run", action="store_true", help="list them, process nothing")
 
@@ -66,16 +73,22 @@ class Command(BaseCommand):
                 self.stdout.write(f"{label}: {callback.state}, would be processed")
                 continue
             # The claim makes a concurrent run (or a redelivery) skip it rather than verify it twice.
-            if not callbacks.requeue(pk):
+            # Failed ones and those asked for by id are verified afresh (now, even if fetched moments
+            # ago); the others hand on the question they were queued with.
+            afresh = bool(options["failed"] or options["ids"])
+            if not callbacks.requeue(pk, fresh=afresh):
                 counts["skipped"] = counts.get("skipped", 0) + 1
                 self.stdout.write(f"{label}: taken by someone else meanwhile; skipped")
                 continue
-            state = callbacks.process_now(pk)
+            state = callbacks.process_now(pk, force=afresh)
             counts[state] = counts.get(state, 0) + 1
             after = ReceivedCallback.objects.get(pk=pk)
             if state == ReceivedCallback.PROCESSED:
                 if verbosity:
                     self.stdout.write(f"{label}: processed: {after.outcome}")
+            elif state == ReceivedCallback.QUEUED:
+                # Deferred: its transaction was fetched moments ago for another callback.
+                self.stdout.write(f"{label}: still queued: {after.outcome}")
             else:
                 self.stderr.write(f"{label}: {state}: {after.error or 'see the admin'}")
         if options["dry_run"]:
@@ -83,7 +96,9 @@ class Command(BaseCommand):
             return
         summary = ", ".join(f"{count} {state}" for state, count in sorted(counts.items()))
         self.stdout.write(f"Processed {len(ids)} callback(s): {summary}.")
-        failed = len(ids) - counts.get(ReceivedCallback.PROCESSED, 0) - counts.get("skipped", 0)
+        failed = len(ids) - sum(
+            counts.get(state, 0) for state in (ReceivedCallback.PROCESSED, ReceivedCallback.QUEUED, "skipped")
+        )
         if failed:
             raise CommandError(f"{failed} callback(s) could not be verified (see above)", returncode=1)
 
@@ -94,10 +109,13 @@ class Command(BaseCommand):
             )
         if options["failed"]:
             return ReceivedCallback.objects.filter(state=ReceivedCallback.FAILED)
+        if options["stuck"]:
+            return ReceivedCallback.objects.filter(callbacks.stuck_filter())
         if options["older_than"] <= timedelta(0):
             # A callback just stored is being handed to its task right now: not for us to take.
-            raise CommandError("--older-than must be more than zero without --failed or --ids")
+            raise CommandError("--older-than must be more than zero without --stuck, --failed or --ids")
+        cutoff = timezone.now() - options["older_than"]
         return ReceivedCallback.objects.filter(
-            state__in=(ReceivedCallback.RECEIVED, ReceivedCallback.QUEUED),
-            received_at__lt=timezone.now() - options["older_than"],
+            Q(next_attempt_at__lt=cutoff) | Q(next_attempt_at__isnull=True, received_at__lt=cutoff),
+            state__in=ReceivedCallback.WAITING_STATES,
         )
