@@ -40,11 +40,9 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from . import callbacks, services
-from .client import PayCollectError
 from .client.money import too_deep
-from .crypto import DecryptionError
 from .dashboard import CurrencyListFilter, DashboardAdmin, RefundCommunityListFilter
-from .exceptions import PayCollectConfigurationError, PaymentRefused
+from .exceptions import PaymentRefused, ServiceLayerError
 from .forms import CommunityForm, DirectOrderForm, RefundForm, refusal_errors, stored_secret_text
 from .ids import canonical_uuid, looks_like_uuid
 from .models import (
@@ -77,23 +75,12 @@ else:
 
 _M = TypeVar("_M", bound=Model)
 
-#: What an action reports as a failure instead of a server error.
-SERVICE_ERRORS = (PaymentRefused, PayCollectError, PayCollectConfigurationError, DecryptionError)
 #: How many transactions one refund page handles (one amount field each).
 REFUND_PAGE_LIMIT = 50
 #: How many objects one message names.
 LISTED_ITEMS = 20
 #: Stored callback bodies longer than this are shown as they arrived, not re-indented.
 PRETTY_BODY_CHARS = 32 * 1024
-
-
-def reason(error: Exception) -> str:
-    """Why an object failed, for the user: the refusal's messages, or the error's (secret-free) text."""
-    if isinstance(error, DecryptionError):
-        return gettext("the stored API key cannot be decrypted (see system check paycollect.E005)")
-    if isinstance(error, PaymentRefused):
-        return " ".join(error.messages)
-    return str(error)
 
 
 class Outcomes:
@@ -105,6 +92,10 @@ class Outcomes:
         self.failed: list[tuple[str, str]] = []
         self.unknown: list[str] = []
         self.notes: list[str] = []
+
+    def refused(self, label: str, error: ServiceLayerError) -> None:
+        """An object the service layer did not act on, and why (the error contract's messages)."""
+        self.failed.append((label, " ".join(error.messages)))
 
     def report(self, request: HttpRequest) -> None:
         if self.succeeded:
@@ -337,8 +328,8 @@ def cancel_series(request: HttpRequest, series: Iterable[RecurringSeries], outco
         label = one.parent_uuid
         try:
             result = services.cancel_recurring(one, user=request.user)
-        except SERVICE_ERRORS as error:
-            outcomes.failed.append((label, reason(error)))
+        except ServiceLayerError as error:
+            outcomes.refused(label, error)
             continue
         if result.cancel_state == RecurringSeries.CANCEL_UNKNOWN:
             outcomes.unknown.append(label)
@@ -576,8 +567,8 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
                 continue
             try:
                 synced = services.sync_transaction(txn, source="admin")
-            except SERVICE_ERRORS as error:
-                outcomes.failed.append((label, reason(error)))
+            except ServiceLayerError as error:
+                outcomes.refused(label, error)
                 continue
             outcomes.succeeded.append(label)
             if synced.amount_mismatch:
@@ -602,8 +593,8 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
             label = str(txn)
             try:
                 captured = services.capture(txn, user=request.user)
-            except SERVICE_ERRORS as error:
-                outcomes.failed.append((label, reason(error)))
+            except ServiceLayerError as error:
+                outcomes.refused(label, error)
                 continue
             if captured.capture_state == Transaction.CAPTURE_UNKNOWN:
                 outcomes.unknown.append(label)
@@ -721,15 +712,13 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
         label = f"{txn} ({amount} {txn.currency})"
         try:
             done = services.refund(txn, amount, user=request.user, expected_refundable=shown)
-        except SERVICE_ERRORS as error:
-            outcomes.failed.append((label, reason(error)))
+        except ServiceLayerError as error:
+            outcomes.refused(label, error)
             return
-        if done.state == Refund.SUCCEEDED:
-            outcomes.succeeded.append(label)
-        elif done.state == Refund.UNKNOWN:
+        if done.state == Refund.UNKNOWN:
             outcomes.unknown.append(label)
         else:
-            outcomes.failed.append((label, done.error or done.get_state_display()))
+            outcomes.succeeded.append(label)
 
 
 # --- recurring series ------------------------------------------------------------------------------
@@ -934,8 +923,8 @@ class DirectOrderAdmin(PayCollectAdmin[DirectOrder]):
                 order = services.create_direct_order(user=request.user, **form.service_fields())
             except PaymentRefused as refused:
                 form.add_service_errors(refusal_errors(refused))
-            except SERVICE_ERRORS as error:
-                form.add_error(None, reason(error))
+            except ServiceLayerError as error:
+                form.add_error(None, error.messages)
             else:
                 return self._created(request, order)
         return self._render_add_form(request, form, form_url, extra_context)
@@ -1029,8 +1018,8 @@ class CommunityAdmin(ModelAdmin[Community]):
         for community in queryset:
             try:
                 snapshot = services.fetch_statistics(community.community_id)
-            except SERVICE_ERRORS as error:
-                outcomes.failed.append((community.community_id, reason(error)))
+            except ServiceLayerError as error:
+                outcomes.refused(community.community_id, error)
                 continue
             outcomes.succeeded.append(community.community_id)
             messages.info(
@@ -1178,8 +1167,8 @@ class RefundAdmin(PayCollectAdmin[Refund]):
         for refund in queryset.select_related("transaction"):
             try:
                 services.resolve_refund(refund, succeeded=succeeded, user=request.user)
-            except SERVICE_ERRORS as error:
-                outcomes.failed.append((str(refund), reason(error)))
+            except ServiceLayerError as error:
+                outcomes.refused(str(refund), error)
                 continue
             outcomes.succeeded.append(str(refund))
         outcomes.report(request)

@@ -46,9 +46,9 @@ from django.http.request import RawPostDataException
 from django.utils import timezone
 
 from . import services, tasks
-from .client import NotFoundError
 from .client.money import MAX_JSON_DEPTH, too_deep
 from .conf import paycollect_settings
+from .exceptions import NotFound
 from .ids import canonical_uuid
 from .models import ReceivedCallback, Transaction, json_safe
 from .serializers import CALLBACK_FIELDS, CallbackBodySerializer
@@ -730,7 +730,7 @@ def verified_status(uuid: str) -> str:
             timeout=return_timeout(),
             max_network_retries=0,  # the customer is waiting: the page polls instead of us retrying
         )
-    except NotFoundError:
+    except NotFound:
         # The service does not know it: a transaction of ours stays as it is; a uuid we only heard
         # of from a callback is nobody's payment.
         return public_status(txn) if txn is not None else PUBLIC_FAILED

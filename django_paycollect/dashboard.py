@@ -27,6 +27,7 @@ from django.utils.translation import gettext_lazy as _
 from . import charts, reporting, services
 from .client import CURRENCIES
 from .conf import paycollect_settings
+from .exceptions import ServiceLayerError
 from .forms import community_choices
 from .models import Dashboard, ReceivedCallback, Transaction
 
@@ -127,17 +128,15 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
 
     def _fetch_statistics(self, request: HttpRequest, form: DashboardForm) -> HttpResponse:
         """A new snapshot of the service's statistics for the community shown; then the page again."""
-        from .admin import SERVICE_ERRORS, reason  # the admin module registers this one: imported late
-
         if form.is_valid():
             community = form.cleaned_data["community"]
             try:
                 services.fetch_statistics(community)
-            except SERVICE_ERRORS as error:
+            except ServiceLayerError as error:
                 messages.error(
                     request,
                     gettext("Fetching the statistics of %(community)s failed: %(reason)s")
-                    % {"community": community, "reason": reason(error)},
+                    % {"community": community, "reason": " ".join(error.messages)},
                 )
             else:
                 messages.success(

@@ -1,19 +1,116 @@
-"""Exceptions of the Django side. They subclass Django's own, so Django does the right thing with them:
-configuration errors are ImproperlyConfigured, bad input is a ValidationError naming the field.
+"""The service layer's error contract, and the other exceptions of the Django side.
+
+Every operation of :mod:`django_paycollect.services` that does not do what it was asked raises a
+:class:`ServiceLayerError`, one of four, each with a stable :attr:`~ServiceLayerError.error_code`:
+
+* :class:`PaymentRefused` (``refused``): refused, by our own checks before anything was stored or sent, or
+  by the service's answer; ``message_dict`` names the fields. :class:`NotFound` (``not_found``) is the
+  service saying it does not know the transaction or promocode asked for.
+* :class:`ServiceUnavailable` (``service_unavailable``): the service could not be asked (the request never
+  left this machine), or gave no usable answer to a read. Nothing changed at the service: try again later.
+* :class:`PayCollectConfigurationError` (``configuration``): our configuration is missing or wrong (settings,
+  a stored key that cannot be decrypted, credentials the service refuses).
+
+They subclass Django's own where one fits, so Django does the right thing with them: a refusal is a
+``ValidationError`` naming the field, a configuration error is ``ImproperlyConfigured``. A state-changing
+operation that was sent returns its row instead, whose state says succeeded or unknown; when the service
+refused it, or it never left, the row it left (in its failed state) is the exception's :attr:`record`.
+
+:class:`ServiceUsageError` is none of these: it is a bug of the caller (a state-changing call inside
+``transaction.atomic``), and should surface as one.
 """
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 
+from .client import PayCollectError
 
-class PayCollectConfigurationError(ImproperlyConfigured):
-    """The PAYCOLLECT setting is missing something or holds a wrong value."""
+__all__ = [
+    "NotFound",
+    "PayCollectConfigurationError",
+    "PaymentRefused",
+    "ServiceLayerError",
+    "ServiceUnavailable",
+    "ServiceUsageError",
+    "describe_error",
+]
 
 
-class PaymentRefused(ValidationError):
-    """The request was refused before or by the service; ``message_dict`` names the fields."""
+class ServiceLayerError(Exception):
+    """Root of what the service layer raises when an operation did not do what it was asked.
+
+    ``messages`` is always a list of texts for people (Django's ``ValidationError`` API), ``error_code`` a
+    stable name for machines (a REST API's error code), and ``record`` the row a state-changing operation
+    left in its failed state (None when nothing was stored). The client's error behind it, if any, is
+    ``__cause__``.
+    """
+
+    error_code: ClassVar[str] = "error"
+    record: Any = None
+
+    @property
+    def messages(self) -> list[str]:
+        return [str(self)]
+
+
+class PayCollectConfigurationError(ImproperlyConfigured, ServiceLayerError):
+    """The PAYCOLLECT setting is missing something or holds a wrong value, a stored key cannot be
+    decrypted, or the service refuses the configured credentials."""
+
+    error_code = "configuration"
+
+
+class PaymentRefused(ValidationError, ServiceLayerError):
+    """The request was refused before or by the service; ``message_dict`` names the fields.
+
+    Refused before sending (our checks), nothing was stored. Refused by the service's answer, the row
+    the operation left (a REJECTED transaction or direct order, a failed capture, refund or cancellation)
+    is ``record``: it may be asked again.
+    """
+
+    error_code = "refused"
+
+    def __init__(self, message: Any, code: str | None = None, params: Any = None, *, record: Any = None):
+        super().__init__(message, code, params)
+        self.record = record
+
+
+class NotFound(PaymentRefused):
+    """The service does not know what was asked for: a transaction (by uuid) or a promocode."""
+
+    error_code = "not_found"
+
+
+class ServiceUnavailable(ServiceLayerError):
+    """The service could not be asked, or gave no usable answer to a read: nothing changed there.
+
+    Raised for a read that met a connection failure, a timeout, a 5xx, a 429 or a page that is not the
+    service's envelope, and for a state-changing call whose request never left this machine (its row is
+    ``record``, in its failed state, so it may be asked again). ``retry_after`` is the wait the service asked
+    for (a 429), in seconds, or None. A state-changing call that was sent and got no usable answer does not
+    raise: it returns its row with the outcome unknown.
+    """
+
+    error_code = "service_unavailable"
+
+    def __init__(self, message: str, *, retry_after: float | None = None, record: Any = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.record = record
 
 
 class ServiceUsageError(RuntimeError):
     """The service layer was called in a way that would put money at risk (e.g. inside atomic)."""
+
+
+def describe_error(error: BaseException) -> str:
+    """``"<class>: <text>"`` for a record kept for people (a callback's error, a reconciliation finding):
+    the client's error behind a contract error when there is one (``ServerError: ... (HTTP 503)``)."""
+    if isinstance(error, ServiceLayerError):
+        if isinstance(error.__cause__, PayCollectError):
+            return f"{type(error.__cause__).__name__}: {error.__cause__}"
+        return f"{type(error).__name__}: {' '.join(error.messages)}"
+    return f"{type(error).__name__}: {error}"

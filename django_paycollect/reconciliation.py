@@ -36,7 +36,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from . import services
-from .client import PayCollectError
+from .exceptions import ServiceLayerError, describe_error
 from .models import ApiCall, DirectOrder, FetchMark, ReceivedCallback, RecurringSeries, Refund, Transaction
 
 logger = logging.getLogger("django_paycollect.reconciliation")
@@ -203,10 +203,10 @@ class _Run:
             try:
                 finding = handle(item)
             except Exception as exc:  # one bad item must not stop the run
-                if not isinstance(exc, PayCollectError):
+                if not isinstance(exc, ServiceLayerError):
                     logger.exception("reconciliation: %s %s failed", phase, item.pk)
                 finding = describe(item)
-                finding.outcome = f"error: {type(exc).__name__}: {exc}"[:500]
+                finding.outcome = f"error: {describe_error(exc)}"[:500]
                 finding.error = True
             if finding.changed or finding.needs_review or finding.error:
                 self.summary.findings.append(finding)

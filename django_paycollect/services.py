@@ -9,8 +9,11 @@ else. The rules they keep:
   only moves forward, and signals are sent once per real change, after the commit;
 * state-changing calls (pay, direct order, capture, refund, cancel recurring, create community)
   are never resent: an ambiguous failure is recorded as "outcome unknown" and reconciliation
-  fetches the truth. They refuse to run inside ``transaction.atomic``, where a rollback after the
-  call would forget what the service did.
+  fetches the truth. They run through one helper (:func:`guarded_write`) and refuse to run inside
+  ``transaction.atomic``, where a rollback after the call would forget what the service did;
+* one error contract for every function (:mod:`django_paycollect.exceptions`): it returns, or
+  raises ``PaymentRefused``, ``NotFound``, ``ServiceUnavailable`` or
+  ``PayCollectConfigurationError`` (:func:`contract_error` maps the client's errors).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, TypeVar, overload
+from typing import Any, Generic, TypeVar, overload
 
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import NON_FIELD_ERRORS
@@ -37,6 +40,7 @@ from rest_framework import serializers as drf_serializers
 from . import signals
 from .client import (
     OPERATIONS,
+    AuthenticationError,
     ConnectError,
     Envelope,
     NotFoundError,
@@ -54,10 +58,22 @@ from .client import Transaction as FetchedTransaction
 from .client.money import CENT
 from .client.types import (
     DashboardStatistics,
+    DirectOrderCreated,
+    OperationMessage,
+    PaymentStarted,
     PromocodeValidated,
 )
 from .conf import paycollect_settings
-from .exceptions import PayCollectConfigurationError, PaymentRefused, ServiceUsageError
+from .crypto import DecryptionError
+from .exceptions import (
+    NotFound,
+    PayCollectConfigurationError,
+    PaymentRefused,
+    ServiceLayerError,
+    ServiceUnavailable,
+    ServiceUsageError,
+    describe_error,
+)
 from .ids import canonical_uuid
 from .models import (
     ApiCall,
@@ -78,6 +94,8 @@ from .validators import max_amount
 logger = logging.getLogger("django_paycollect.services")
 
 T = TypeVar("T")
+R = TypeVar("R")
+C = TypeVar("C")
 
 #: Celery task id of the task calling the service layer, stored on each ApiCall (set by tasks).
 current_task_id: contextvars.ContextVar[str] = contextvars.ContextVar("paycollect_task_id", default="")
@@ -106,7 +124,12 @@ def community_config(community_id: str | None = None) -> CommunityConfig:
         raise PayCollectConfigurationError("settings.PAYCOLLECT['COMMUNITY_ID'] is required")
     row = Community.objects.filter(community_id=wanted).first()
     if row is not None and row.api_key_encrypted:
-        return CommunityConfig(wanted, row.api_key, row.basic_credentials, row.variable_amount_id)
+        try:
+            return CommunityConfig(wanted, row.api_key, row.basic_credentials, row.variable_amount_id)
+        except DecryptionError:
+            raise PayCollectConfigurationError(
+                gettext("The stored API key cannot be decrypted (see system check paycollect.E005).")
+            ) from None
     if wanted == default_id:
         basic = paycollect_settings.BASIC_CREDENTIALS or ""
         if isinstance(basic, (tuple, list)):
@@ -126,22 +149,27 @@ _clients = threading.local()
 
 
 def get_client(
-    config: CommunityConfig,
+    config: CommunityConfig | None,
     *,
     timeout: tuple[float, float] | None = None,
     max_network_retries: int | None = None,
 ) -> PayCollectClient:
-    """A client for the community, one per thread and configuration so connections are pooled."""
+    """A client for the community, one per thread and configuration so connections are pooled.
+
+    Without a community (``None``: creating a community needs no key), a client without credentials.
+    """
     timeout = tuple(timeout or paycollect_settings.TIMEOUT)
     retries = paycollect_settings.MAX_NETWORK_RETRIES if max_network_retries is None else max_network_retries
+    api_key = config.api_key if config else ""
+    basic_credentials = config.basic_credentials if config else ""
     fingerprint = hashlib.sha256(
         "\x00".join(
             map(
                 str,
                 (
                     paycollect_settings.require("BASE_URL"),
-                    config.api_key,
-                    config.basic_credentials,
+                    api_key,
+                    basic_credentials,
                     timeout,
                     retries,
                     paycollect_settings.PROMOCODE_METHOD,
@@ -160,8 +188,8 @@ def get_client(
     if client is None:
         client = PayCollectClient(
             paycollect_settings.BASE_URL,
-            api_key=config.api_key or None,
-            basic_credentials=config.basic_credentials or None,
+            api_key=api_key or None,
+            basic_credentials=basic_credentials or None,
             timeout=timeout,
             max_network_retries=retries,
             promocode_method=paycollect_settings.PROMOCODE_METHOD,
@@ -267,7 +295,8 @@ def _record(
         method=call.method if call else op.method,
         path=(call.path if call else op.path)[:500],
         request_body=body,
-        sent=call is not None,
+        # Whether it may have reached the service: a ConnectError never left this machine.
+        sent=call is not None and not isinstance(error, ConnectError),
         http_status=call.http_status if call else None,
         code=answer.code if answer is not None else None,
         message=_without(answer.message, secrets) if answer is not None else "",
@@ -289,26 +318,140 @@ def _record(
     return row
 
 
+@dataclass(frozen=True)
+class Sent(Generic[T]):
+    """What one call of the client came to: its envelope or the client's error, and its ApiCall row."""
+
+    envelope: Envelope[T] | None
+    error: PayCollectError | None
+    call: ApiCall
+
+    @property
+    def unknown(self) -> bool:
+        """Sent, and no usable answer came back: a state-changing call may have taken effect."""
+        return self.error is not None and self.error.outcome_unknown
+
+    @property
+    def error_text(self) -> str:
+        return str(self.error)[:2000] if self.error is not None else ""
+
+
 def _invoke(
     operation: str,
     config: CommunityConfig | None,
     call: Callable[[], Envelope[T]],
     *,
     links: Mapping[str, Model | None] | None = None,
-) -> tuple[Envelope[T] | None, PayCollectError | None, ApiCall]:
+) -> Sent[T]:
     """Call the client once; record the ApiCall whatever happens; return the envelope or the error."""
     try:
         envelope = call()
     except PayCollectError as exc:
-        return None, exc, _record(operation, config, error=exc, links=links)
-    return envelope, None, _record(operation, config, envelope=envelope, links=links)
+        return Sent(None, exc, _record(operation, config, error=exc, links=links))
+    return Sent(envelope, None, _record(operation, config, envelope=envelope, links=links))
 
 
-def _refused(error: PayCollectError) -> PaymentRefused:
-    # Always a dict, so callers can read ``message_dict``; errors of no field go under "__all__".
+#: Client errors that say "not now": the request never left, or a read got no usable answer.
+_UNAVAILABLE = (ConnectError, OutcomeUnknownError, ServerError, RateLimitError, UnexpectedResponseError)
+
+
+def contract_error(error: PayCollectError, *, record: Any = None) -> ServiceLayerError:
+    """The service layer's error for a client error (see :mod:`django_paycollect.exceptions`).
+
+    One table for every operation: a request that never left, or a read without a usable answer, is
+    :class:`ServiceUnavailable`; the service's refusal (400, a failure envelope) is :class:`PaymentRefused`
+    naming the fields, a 404 :class:`NotFound`; credentials the service refuses, or a client missing
+    them, are :class:`PayCollectConfigurationError`. ``record`` is the row the operation left. Raise it
+    ``from error``, so the client's error stays readable as ``__cause__``.
+    """
+    if isinstance(error, _UNAVAILABLE):
+        retry_after = error.retry_after if isinstance(error, RateLimitError) else None
+        return ServiceUnavailable(str(error), retry_after=retry_after, record=record)
     if isinstance(error, ValidationError) and error.field_errors:
-        return PaymentRefused(error.field_errors)
-    return PaymentRefused({NON_FIELD_ERRORS: [str(error)]})
+        return PaymentRefused(error.field_errors, record=record)
+    if isinstance(error, NotFoundError):
+        return NotFound({NON_FIELD_ERRORS: [str(error)]}, record=record)
+    # The service refused our credentials, or the client has none for this operation (nothing sent).
+    unconfigured = error.call is None and not isinstance(error, ValidationError)
+    if isinstance(error, AuthenticationError) or unconfigured:
+        refused = PayCollectConfigurationError(str(error))
+        refused.record = record
+        return refused
+    # Always a dict, so callers can read ``message_dict``; errors of no field go under "__all__".
+    return PaymentRefused({NON_FIELD_ERRORS: [str(error)]}, record=record)
+
+
+def _read(
+    operation: str,
+    config: CommunityConfig,
+    call: Callable[[], Envelope[T]],
+    *,
+    links: Mapping[str, Model | None] | None = None,
+) -> tuple[Envelope[T], ApiCall]:
+    """A read: call once (the client retries reads itself), record it, raise the contract's error."""
+    sent = _invoke(operation, config, call, links=links)
+    if sent.error is not None:
+        raise contract_error(sent.error) from sent.error
+    assert sent.envelope is not None
+    return sent.envelope, sent.call
+
+
+def guarded_write(
+    operation: str,
+    *,
+    config: Callable[[C], CommunityConfig | None],
+    claim: Callable[[], C],
+    send: Callable[[PayCollectClient, C], Envelope[T]],
+    links: Callable[[C], Mapping[str, Model | None]],
+    record: Callable[[C, Sent[T]], R],
+) -> R:
+    """The one shape of every state-changing operation (pay, direct order, capture, refund, cancel
+    recurring, create community), so that none sends twice or forgets what it sent:
+
+    1. ``claim()``, in a database transaction committed before anything is sent: lock the row, check the
+       operation may start (raising :class:`PaymentRefused`) and mark it pending, or return the row just
+       created. A second caller is then refused under the lock instead of sending again.
+       ``config(claimed)``, the community's credentials, is read in the same transaction: when they are
+       missing, the claim is rolled back rather than left pending.
+    2. ``send(client, claimed)``: the request, once, with no lock held and no transaction open, recorded
+       as an ApiCall whatever happens (``links(claimed)`` are its foreign keys).
+    3. ``record(claimed, sent)``, in another transaction: lock the row again (:func:`locked`) and record
+       what the call came to, queueing the signals for after the commit. Returns the operation's row.
+
+    Then the contract: succeeded, or sent without a usable answer (outcome unknown), the row is
+    returned, its state saying which; refused by the service, or never sent, the contract's error is
+    raised (:func:`contract_error`) with the row as ``record``.
+    """
+    _require_autocommit(operation)
+    with transaction.atomic():
+        claimed = claim()
+        community = config(claimed)
+    client = get_client(community)
+    sent = _invoke(operation, community, lambda: send(client, claimed), links=links(claimed))
+    with transaction.atomic():
+        row = record(claimed, sent)
+    if sent.error is not None and not sent.unknown:
+        raise contract_error(sent.error, record=row) from sent.error
+    return row
+
+
+#: Operations that change state at the service: never sent twice.
+STATE_CHANGING = tuple(name for name, op in OPERATIONS.items() if op.changes_state)
+
+
+def sent_by_task(task_id: str) -> ApiCall | None:
+    """The first state-changing call a Celery task (by its id) made that may have taken effect at the
+    service: it succeeded, or its outcome is unknown.
+
+    A broker may deliver one message twice (a worker lost, a visibility timeout): the second delivery
+    asks this first, and returns what that call left instead of sending again. A call the service
+    refused, or that never left this machine, did nothing there and does not count.
+    """
+    if not task_id:
+        return None
+    calls = ApiCall.objects.filter(task_id=task_id, operation__in=STATE_CHANGING)
+    # Succeeded or of unknown outcome; a refusal, or a request that never left, did nothing there.
+    return calls.filter(Q(error_class="") | Q(outcome_unknown=True)).order_by("pk").first()
 
 
 def _validated(
@@ -479,10 +622,15 @@ def savepoint_if_atomic(model: type[Model]) -> AbstractContextManager[Any]:
     return transaction.atomic() if connection.in_atomic_block else nullcontext()
 
 
+def locked(model: type[M], pk: int) -> M:
+    """The row, locked until the end of the caller's transaction (``select_for_update``)."""
+    return model._default_manager.select_for_update().get(pk=pk)
+
+
 @contextmanager
 def _locked(model: type[M], pk: int) -> Iterator[M]:
     with transaction.atomic():
-        yield model._default_manager.select_for_update().get(pk=pk)
+        yield locked(model, pk)
 
 
 # --- operations -----------------------------------------------------------------------------
@@ -499,7 +647,7 @@ def prepare_amount(
     amount = money_argument(amount, "amount")
     config = community_config(community_id)
     client = get_client(config)
-    envelope, error, _ = _invoke(
+    envelope, _ = _read(
         "prepare_amount",
         config,
         lambda: client.prepare_amount(
@@ -509,9 +657,6 @@ def prepare_amount(
             selected_payment_method=payment_method,
         ),
     )
-    if error is not None:
-        raise _refused(error) if isinstance(error, ValidationError) else error
-    assert envelope is not None
     total = envelope.result.total_amount
     if total is None:
         raise PaymentRefused({"total_amount": ["The service's answer has no total_amount."]})
@@ -609,12 +754,32 @@ def start_payment(
         # Another request started the same reference a moment ago: return that one.
         return Transaction.objects.open().get(community_id=config.community_id, merchant_reference=reference)
 
-    client = get_client(config)
     terms = data["recurring"]
-    envelope, error, _ = _invoke(
+
+    def record(txn: Transaction, sent: Sent[PaymentStarted]) -> Transaction:
+        txn = locked(Transaction, txn.pk)
+        if sent.envelope is not None:
+            started = sent.envelope.result
+            txn.uuid = canonical_uuid(started.transaction_uuid) if started.transaction_uuid else None
+            txn.service_id = started.transaction_id
+            txn.iframe_url = started.iframe_url or ""
+            txn.bill_reference = started.bill_reference or ""
+            txn.kiosk_message = started.message or ""
+            apply_status(txn, started.transaction_status or Transaction.PENDING, source="pay")
+        else:
+            txn.last_error = sent.error_text
+            if sent.unknown:
+                txn.outcome_unknown = True
+            else:
+                _set_local_status(txn, Transaction.REJECTED, source="pay")
+        txn.save()
+        return txn
+
+    return guarded_write(
         "pay",
-        config,
-        lambda: client.pay(
+        config=lambda _: config,
+        claim=lambda: txn,  # created above: the one open transaction of its reference
+        send=lambda client, txn: client.pay(
             community_id=config.community_id,
             amount=charged,
             original_amount=original,
@@ -630,29 +795,9 @@ def start_payment(
             custom_fields=data["custom_fields"] or None,
             language=data["language"],
         ),
-        links={"transaction": txn},
+        links=lambda txn: {"transaction": txn},
+        record=record,
     )
-    with _locked(Transaction, txn.pk) as txn:
-        if error is not None:
-            txn.last_error = str(error)[:2000]
-            if error.outcome_unknown:
-                txn.outcome_unknown = True
-                txn.save()
-                return txn
-            _set_local_status(txn, Transaction.REJECTED, source="pay")
-            txn.save()
-        else:
-            assert envelope is not None
-            started = envelope.result
-            txn.uuid = canonical_uuid(started.transaction_uuid) if started.transaction_uuid else None
-            txn.service_id = started.transaction_id
-            txn.iframe_url = started.iframe_url or ""
-            txn.bill_reference = started.bill_reference or ""
-            txn.kiosk_message = started.message or ""
-            apply_status(txn, started.transaction_status or Transaction.PENDING, source="pay")
-            txn.save()
-            return txn
-    raise _refused(error) from error
 
 
 def sync_transaction(
@@ -670,7 +815,8 @@ def sync_transaction(
     transaction is created from the fetched object and linked to its recurring series. When the
     fetched community, amount or currency differs from what we stored, the transaction is flagged
     and ``amount_mismatch_detected`` is sent instead of applying the status.
-    Raises the client's error when the service cannot be read (the caller decides to retry).
+    Raises :class:`ServiceUnavailable` when the service cannot be read (the caller decides to retry),
+    :class:`NotFound` when it does not know the uuid.
     ``timeout`` and ``max_network_retries`` override the settings (a waiting customer: short, none).
     """
     uuid = canonical_uuid(uuid) if uuid else uuid
@@ -705,15 +851,12 @@ def _sync(
     config = community_config(txn.community_id if txn is not None else community_id)
     client = get_client(config, timeout=timeout, max_network_retries=max_network_retries)
     sent_at = timezone.now()
-    envelope, error, api_call = _invoke(
+    envelope, api_call = _read(
         "get_transaction",
         config,
         lambda: client.get_transaction(community_id=config.community_id, transaction_uuid=wanted_uuid),
         links={"transaction": txn},
     )
-    if error is not None:
-        raise error
-    assert envelope is not None
     fetched = envelope.result
 
     with transaction.atomic():
@@ -803,45 +946,51 @@ def _link_series(txn: Transaction, fetched: FetchedTransaction) -> None:
 
 
 def capture(txn: Transaction, *, user: Any = None) -> Transaction:
-    """Capture a successful transaction. Recorded as pending before the call; never resent."""
+    """Capture a successful transaction. Recorded as pending before the call; never resent.
+
+    Returns the transaction, its ``capture_state`` captured or unknown; refused (by our checks or the
+    service), :class:`PaymentRefused`; never sent, :class:`ServiceUnavailable`.
+    """
     _require_autocommit("capture")
-    with _locked(Transaction, txn.pk) as locked:
-        if locked.status != Transaction.SUCCESSFUL:
+
+    def claim() -> Transaction:
+        found = locked(Transaction, txn.pk)
+        if found.status != Transaction.SUCCESSFUL:
             raise PaymentRefused(
-                {"transaction": [f"Only a successful transaction can be captured ({locked.status})."]}
+                {"transaction": [f"Only a successful transaction can be captured ({found.status})."]}
             )
-        if locked.capture_state in (
+        if found.capture_state in (
             Transaction.CAPTURE_DONE,
             Transaction.CAPTURE_PENDING,
             Transaction.CAPTURE_UNKNOWN,
         ):
-            raise PaymentRefused({"transaction": [f"Capture already {locked.get_capture_state_display()}."]})
-        locked.capture_state = Transaction.CAPTURE_PENDING
-        locked.save(update_fields=["capture_state", "updated_at"])
-    config = community_config(txn.community_id)
-    client = get_client(config)
-    _, error, _ = _invoke(
-        "capture",
-        config,
-        lambda: client.capture(transaction_uuid=locked.uuid or ""),
-        links={"transaction": locked},
-    )
-    with _locked(Transaction, txn.pk) as locked:
-        if error is None:
-            locked.capture_state = Transaction.CAPTURE_DONE
-            locked.captured_amount = locked.total_amount
-            locked.captured_at = timezone.now()
-            locked.captured_by = _user(user)
-            _after_commit(signals.capture_succeeded, transaction=locked)
+            raise PaymentRefused({"transaction": [f"Capture already {found.get_capture_state_display()}."]})
+        found.capture_state = Transaction.CAPTURE_PENDING
+        found.save(update_fields=["capture_state", "updated_at"])
+        return found
+
+    def record(claimed: Transaction, sent: Sent[OperationMessage]) -> Transaction:
+        done = locked(Transaction, claimed.pk)
+        if sent.error is None:
+            done.capture_state = Transaction.CAPTURE_DONE
+            done.captured_amount = done.total_amount
+            done.captured_at = timezone.now()
+            done.captured_by = _user(user)
+            _after_commit(signals.capture_succeeded, transaction=done)
         else:
-            locked.capture_state = (
-                Transaction.CAPTURE_UNKNOWN if error.outcome_unknown else Transaction.CAPTURE_FAILED
-            )
-            locked.last_error = str(error)[:2000]
-        locked.save()
-    if error is not None and not error.outcome_unknown:
-        raise _refused(error) from error
-    return locked
+            done.capture_state = Transaction.CAPTURE_UNKNOWN if sent.unknown else Transaction.CAPTURE_FAILED
+            done.last_error = sent.error_text
+        done.save()
+        return done
+
+    return guarded_write(
+        "capture",
+        config=lambda claimed: community_config(claimed.community_id),
+        claim=claim,
+        send=lambda client, claimed: client.capture(transaction_uuid=claimed.uuid or ""),
+        links=lambda claimed: {"transaction": claimed},
+        record=record,
+    )
 
 
 def refund(
@@ -859,6 +1008,11 @@ def refund(
     ambiguous failure leaves the refund "unknown" for reconciliation; it is never resent.
     ``expected_refundable`` is what the caller showed the user: when it changed meanwhile (a
     second click, another refund), the refund is refused under the lock instead of doubled.
+
+    Returns the refund, succeeded or unknown. Refused by our checks, :class:`PaymentRefused` and no
+    refund is stored; refused by the service, :class:`PaymentRefused` with the failed refund as
+    ``record`` (``refund_failed`` is sent); never sent, :class:`ServiceUnavailable`, the failed refund
+    as ``record``.
     """
     _require_autocommit("refund")
     expected_refundable = money_argument(
@@ -867,100 +1021,117 @@ def refund(
     wanted = _validated(RefundSerializer, {"amount": money_argument(amount, "amount", required=False)})[
         "amount"
     ]
-    with _locked(Transaction, txn.pk) as locked:
-        if locked.status != Transaction.SUCCESSFUL:
+
+    def claim() -> Refund:
+        found = locked(Transaction, txn.pk)
+        if found.status != Transaction.SUCCESSFUL:
             raise PaymentRefused(
-                {"transaction": [f"Only a successful transaction can be refunded ({locked.status})."]}
+                {"transaction": [f"Only a successful transaction can be refunded ({found.status})."]}
             )
-        refundable = locked.refundable_amount
+        refundable = found.refundable_amount
         if expected_refundable is not None and expected_refundable != refundable:
             raise PaymentRefused(
                 {
                     "amount": [
                         f"What is still refundable changed from {expected_refundable} to {refundable} "
-                        f"{locked.currency} meanwhile (another refund?); nothing was sent."
+                        f"{found.currency} meanwhile (another refund?); nothing was sent."
                     ]
                 }
             )
-        wanted = refundable if wanted is None else wanted
         if refundable <= 0:
             raise PaymentRefused({"amount": ["Nothing is left to refund (pending refunds count)."]})
-        if wanted > refundable:
+        if wanted is not None and wanted > refundable:
             raise PaymentRefused(
-                {"amount": [f"At most {refundable} {locked.currency} can still be refunded."]}
+                {"amount": [f"At most {refundable} {found.currency} can still be refunded."]}
             )
-        pending = Refund.objects.create(transaction=locked, amount=wanted, requested_by=_user(user))
-    config = community_config(locked.community_id)
-    client = get_client(config)
-    envelope, error, _ = _invoke(
-        "refund",
-        config,
-        lambda: client.refund(transaction_uuid=locked.uuid or "", refund_amount=wanted),
-        links={"transaction": locked, "refund": pending},
-    )
-    with _locked(Transaction, txn.pk) as locked:
-        done = Refund.objects.select_for_update().get(pk=pending.pk)
+        return Refund.objects.create(
+            transaction=found, amount=refundable if wanted is None else wanted, requested_by=_user(user)
+        )
+
+    def record(pending: Refund, sent: Sent[OperationMessage]) -> Refund:
+        paid = locked(Transaction, txn.pk)  # the transaction first, as every refund path locks them
+        done = locked(Refund, pending.pk)
         done.completed_at = timezone.now()
-        if error is None:
-            assert envelope is not None
+        if sent.envelope is not None:
             done.state = Refund.SUCCEEDED
-            done.service_message = envelope.result.message or ""
-            locked.refunded_amount += done.amount
-            locked.save(update_fields=["refunded_amount", "updated_at"])
-            _after_commit(signals.refund_succeeded, sender=Refund, refund=done, transaction=locked)
-        elif error.outcome_unknown:
+            done.service_message = sent.envelope.result.message or ""
+            paid.refunded_amount += done.amount
+            paid.save(update_fields=["refunded_amount", "updated_at"])
+            _after_commit(signals.refund_succeeded, sender=Refund, refund=done, transaction=paid)
+        elif sent.unknown:
             done.state = Refund.UNKNOWN
-            done.error = str(error)[:2000]
+            done.error = sent.error_text
         else:
             done.state = Refund.FAILED
-            done.error = str(error)[:2000]
+            done.error = sent.error_text
             _after_commit(
-                signals.refund_failed, sender=Refund, refund=done, transaction=locked, error=done.error
+                signals.refund_failed, sender=Refund, refund=done, transaction=paid, error=done.error
             )
         done.save()
-    return done
+        return done
+
+    return guarded_write(
+        "refund",
+        config=lambda pending: community_config(pending.transaction.community_id),
+        claim=claim,
+        send=lambda client, pending: client.refund(
+            transaction_uuid=pending.transaction.uuid or "", refund_amount=pending.amount
+        ),
+        links=lambda pending: {"transaction": pending.transaction, "refund": pending},
+        record=record,
+    )
 
 
 def cancel_recurring(series: RecurringSeries, *, user: Any = None) -> RecurringSeries:
-    """Stop future charges of a recurring series (past charges are unaffected). Never resent."""
+    """Stop future charges of a recurring series (past charges are unaffected). Never resent.
+
+    Returns the series, its ``cancel_state`` cancelled or unknown; refused, :class:`PaymentRefused`; never
+    sent, :class:`ServiceUnavailable` (a failed or unknown cancellation may be asked again).
+    """
     _require_autocommit("cancel_recurring")
-    with _locked(RecurringSeries, series.pk) as locked:
-        if locked.cancel_state in (RecurringSeries.CANCEL_DONE, RecurringSeries.CANCEL_PENDING):
-            raise PaymentRefused({"series": [f"Series already {locked.get_cancel_state_display()}."]})
-        locked.cancel_state = RecurringSeries.CANCEL_PENDING
-        locked.save(update_fields=["cancel_state"])
-    config = community_config(locked.community_id)
-    client = get_client(config)
-    _, error, _ = _invoke(
-        "cancel_recurring",
-        config,
-        lambda: client.cancel_recurring(transaction_uuid=locked.parent_uuid),
-        links={"series": locked, "transaction": locked.parent_transaction},
-    )
-    with _locked(RecurringSeries, series.pk) as locked:
-        if error is None:
-            locked.cancel_state = RecurringSeries.CANCEL_DONE
-            locked.active = False
-            locked.cancelled_at = timezone.now()
-            locked.cancelled_by = _user(user)
+
+    def claim() -> RecurringSeries:
+        found = locked(RecurringSeries, series.pk)
+        if found.cancel_state in (RecurringSeries.CANCEL_DONE, RecurringSeries.CANCEL_PENDING):
+            raise PaymentRefused({"series": [f"Series already {found.get_cancel_state_display()}."]})
+        found.cancel_state = RecurringSeries.CANCEL_PENDING
+        found.save(update_fields=["cancel_state"])
+        return found
+
+    def record(claimed: RecurringSeries, sent: Sent[OperationMessage]) -> RecurringSeries:
+        done = locked(RecurringSeries, claimed.pk)
+        if sent.error is None:
+            done.cancel_state = RecurringSeries.CANCEL_DONE
+            done.active = False
+            done.cancelled_at = timezone.now()
+            done.cancelled_by = _user(user)
             _after_commit(
-                signals.recurring_series_cancelled, sender=RecurringSeries, series=locked, user=_user(user)
+                signals.recurring_series_cancelled, sender=RecurringSeries, series=done, user=_user(user)
             )
         else:
-            locked.cancel_state = (
-                RecurringSeries.CANCEL_UNKNOWN if error.outcome_unknown else RecurringSeries.CANCEL_FAILED
+            done.cancel_state = (
+                RecurringSeries.CANCEL_UNKNOWN if sent.unknown else RecurringSeries.CANCEL_FAILED
             )
-        locked.save()
-    if error is not None and not error.outcome_unknown:
-        raise _refused(error) from error
-    return locked
+        done.save()
+        return done
+
+    return guarded_write(
+        "cancel_recurring",
+        config=lambda claimed: community_config(claimed.community_id),
+        claim=claim,
+        send=lambda client, claimed: client.cancel_recurring(transaction_uuid=claimed.parent_uuid),
+        links=lambda claimed: {"series": claimed, "transaction": claimed.parent_transaction},
+        record=record,
+    )
 
 
 def create_direct_order(*, user: Any = None, **fields: Any) -> DirectOrder:
     """Create a direct order on the service; returns it with ``payment_link`` (or flagged unknown).
 
     ``fields`` are the spec's Direct order fields (see ``DirectOrderSerializer``); ``recurring`` is
-    ``{"expiry_date": ..., "minimum_days_between_payments": ...}``.
+    ``{"expiry_date": ..., "minimum_days_between_payments": ...}``. Returns the order, CREATED or
+    UNKNOWN; refused, :class:`PaymentRefused` (the REJECTED order as ``record`` when the service refused
+    it); never sent, :class:`ServiceUnavailable`.
     """
     _require_autocommit("create_direct_order")
     for name in ("amount", "discount_amount", "vat_percentage"):
@@ -1000,11 +1171,9 @@ def create_direct_order(*, user: Any = None, **fields: Any) -> DirectOrder:
         merchant_reference=data["merchant_reference"],
         created_by=_user(user),
     )
-    client = get_client(config)
-    envelope, error, _ = _invoke(
-        "create_direct_order",
-        config,
-        lambda: client.create_direct_order(
+
+    def send(client: PayCollectClient, order: DirectOrder) -> Envelope[DirectOrderCreated]:
+        return client.create_direct_order(
             name=order.name,
             community_id=config.community_id,
             amount=order.amount,
@@ -1029,26 +1198,32 @@ def create_direct_order(*, user: Any = None, **fields: Any) -> DirectOrder:
             callback_url=order.callback_url or None,
             paid=order.paid or None,
             tags=order.tags or None,
-        ),
-        links={"direct_order": order},
-    )
-    with _locked(DirectOrder, order.pk) as order:
-        if error is None:
-            assert envelope is not None
-            created = envelope.result
+        )
+
+    def record(order: DirectOrder, sent: Sent[DirectOrderCreated]) -> DirectOrder:
+        order = locked(DirectOrder, order.pk)
+        if sent.envelope is not None:
+            created = sent.envelope.result
             order.state = DirectOrder.CREATED
             order.payment_id = created.payment_id or ""
             order.payment_link = created.payment_link or ""
             order.service_message = created.message or ""
-            order.raw = json_safe(envelope.data)
+            order.raw = json_safe(sent.envelope.data)
             _after_commit(signals.direct_order_created, sender=DirectOrder, direct_order=order)
         else:
-            order.state = DirectOrder.UNKNOWN if error.outcome_unknown else DirectOrder.REJECTED
-            order.service_message = str(error)[:2000]
+            order.state = DirectOrder.UNKNOWN if sent.unknown else DirectOrder.REJECTED
+            order.service_message = sent.error_text
         order.save()
-    if error is not None and not error.outcome_unknown:
-        raise _refused(error) from error
-    return order
+        return order
+
+    return guarded_write(
+        "create_direct_order",
+        config=lambda _: config,
+        claim=lambda: order,  # created above, NEW until the service answers
+        send=send,
+        links=lambda order: {"direct_order": order},
+        record=record,
+    )
 
 
 def validate_promocode(
@@ -1066,7 +1241,7 @@ def validate_promocode(
     config = community_config(community_id)
     client = get_client(config)
     amount_id = variable_amount_id or config.variable_amount_id
-    envelope, error, _ = _invoke(
+    envelope, _ = _read(
         "validate_promocode",
         config,
         lambda: client.validate_promocode(
@@ -1079,44 +1254,35 @@ def validate_promocode(
             variable_amount_id=amount_id or "",
         ),
     )
-    if error is not None:
-        raise _refused(error) if isinstance(error, (ValidationError,)) or error.http_status == 404 else error
-    assert envelope is not None
     return envelope.result
 
 
-def create_community(*, logo: Any, name: str, user: Any = None, **fields: Any) -> None:
+def create_community(*, logo: Any, name: str, user: Any = None, **fields: Any) -> ApiCall:
     """Create a community on the service (multipart, with its png or jpg logo). Never resent.
 
     The service answers with an empty ``data``: its id and keys come from its dashboard, and are
-    entered into a Community row afterwards.
+    entered into a Community row afterwards. Returns the call's ApiCall row (there is no other):
+    ``outcome_unknown`` set when it was sent and no usable answer came back (reconciliation reports it
+    for a person to look up). Refused, :class:`PaymentRefused`; never sent, :class:`ServiceUnavailable`.
     """
     _require_autocommit("create_community")
-    config = community_config(None) if paycollect_settings.COMMUNITY_ID else None
-    client = (
-        get_client(config)
-        if config
-        else PayCollectClient(
-            paycollect_settings.require("BASE_URL"), timeout=tuple(paycollect_settings.TIMEOUT)
-        )
+    return guarded_write(
+        "create_community",
+        config=lambda _: community_config(None) if paycollect_settings.COMMUNITY_ID else None,
+        claim=lambda: None,  # nothing stored before: the ApiCall row is the record
+        send=lambda client, _: client.create_community(name=name, logo=logo, **fields),
+        links=lambda _: {},
+        record=lambda _, sent: sent.call,
     )
-    _, error, _ = _invoke(
-        "create_community", config, lambda: client.create_community(name=name, logo=logo, **fields)
-    )
-    if error is not None:
-        raise _refused(error) if not error.outcome_unknown else error
 
 
 def fetch_statistics(community_id: str | None = None) -> StatisticsSnapshot:
     """Read the community's dashboard statistics and keep them as a snapshot."""
     config = community_config(community_id)
     client = get_client(config)
-    envelope, error, _ = _invoke(
+    envelope, _ = _read(
         "dashboard_statistics", config, lambda: client.dashboard_statistics(community_id=config.community_id)
     )
-    if error is not None:
-        raise error
-    assert envelope is not None
     stats: DashboardStatistics = envelope.result
     return StatisticsSnapshot.objects.create(
         community_id=config.community_id,
@@ -1130,15 +1296,6 @@ def fetch_statistics(community_id: str | None = None) -> StatisticsSnapshot:
 
 
 # --- callbacks ----------------------------------------------------------------------------------
-
-#: Client errors after which a callback's verification is worth trying again later.
-TRANSIENT_ERRORS: tuple[type[PayCollectError], ...] = (
-    ConnectError,
-    OutcomeUnknownError,
-    ServerError,
-    RateLimitError,
-    UnexpectedResponseError,
-)
 
 
 class FetchDeferred(Exception):
@@ -1171,7 +1328,7 @@ _DEFER_MARGIN = 0.25
 def _claim_fetch(callback_id: int, uuid: str, asked: dt.datetime, *, force: bool) -> dt.datetime:
     """Take the right to fetch ``uuid`` now (at most once per interval, across processes); returns when
     it was taken. Raises :class:`FetchDeferred` when another verification took it less than an interval
-    ago (unless ``force``: a person asked), and :class:`~django_paycollect.client.NotFoundError` when a
+    ago (unless ``force``: a person asked), and :class:`~django_paycollect.exceptions.NotFound` when a
     fetch sent after ``asked`` found that the service does not know the uuid."""
     now = timezone.now()
     try:
@@ -1184,9 +1341,13 @@ def _claim_fetch(callback_id: int, uuid: str, asked: dt.datetime, *, force: bool
     if mark is None:  # pruned a moment ago
         return _claim_fetch(callback_id, uuid, asked, force=force)
     if mark.not_found_at is not None and mark.not_found_at >= asked:
-        raise NotFoundError(
-            f"the service does not know it (answered by the fetch sent at "
-            f"{mark.not_found_at:%Y-%m-%d %H:%M:%S} for another callback)"
+        raise NotFound(
+            {
+                NON_FIELD_ERRORS: [
+                    f"the service does not know it (answered by the fetch sent at "
+                    f"{mark.not_found_at:%Y-%m-%d %H:%M:%S} for another callback)"
+                ]
+            }
         )
     interval = callback_fetch_interval()
     # One conditional UPDATE: of verifications racing for the same uuid, exactly one matches.
@@ -1210,8 +1371,8 @@ def verify_callback(callback_id: int, *, force: bool = False) -> ReceivedCallbac
     The callback's claims (status, amount) are never applied; they only say which transaction to
     fetch. A renewal charge of a recurring series arrives as a new uuid and is created from the
     fetched object. Idempotent: a callback already processed (a redelivered task, a second click)
-    is left alone. Raises the client's error when the service cannot be read: the caller retries
-    on :data:`TRANSIENT_ERRORS` and otherwise records the failure with :func:`callback_failed`.
+    is left alone. Raises the contract's error when the service cannot be read: the caller retries
+    on :class:`ServiceUnavailable` and otherwise records the failure with :func:`callback_failed`.
 
     Fetches are bounded per transaction, across processes: a fetch sent after this callback was
     queued (for another callback, a browser return, a sync) answers it without another one
@@ -1248,7 +1409,7 @@ def verify_callback(callback_id: int, *, force: bool = False) -> ReceivedCallbac
     community_id = known.community_id if known is not None else community_of(callback.merchant_id)
     try:
         txn = _sync(known, uuid, community_id=community_id, source="callback")  # known: looked up above
-    except NotFoundError:
+    except NotFound:
         FetchMark.objects.filter(uuid=uuid).filter(
             Q(not_found_at__isnull=True) | Q(not_found_at__lt=sent_at)
         ).update(not_found_at=sent_at)
@@ -1295,7 +1456,7 @@ def callback_failed(callback_id: int, error: BaseException, traceback_text: str 
     ReceivedCallback.objects.filter(pk=callback_id).exclude(state=ReceivedCallback.PROCESSED).update(
         state=ReceivedCallback.FAILED,
         next_attempt_at=None,
-        error=_without(f"{type(error).__name__}: {error}", secrets)[:2000],
+        error=_without(describe_error(error), secrets)[:2000],
         traceback=_without(traceback_text, secrets)[-20000:],
     )
 

@@ -14,17 +14,18 @@ Delivery rules, and why:
   ``process_callback``, ``reconcile`` and ``prune`` are idempotent: running them twice gives the
   same state (verification applies what the service says, under a row lock, through a status
   machine that only moves forward). They ack late and are requeued when their worker dies
-  (``acks_late``, ``reject_on_worker_lost``), and reads retry with backoff on
-  ``services.TRANSIENT_ERRORS``.
+  (``acks_late``, ``reject_on_worker_lost``), and reads retry with backoff on the service layer's
+  ``ServiceUnavailable``.
 * State-changing operations (``start_payment``, ``create_direct_order``, ``capture``, ``refund``,
   ``cancel_recurring``, ``create_community``) ack early: a message redelivered after the request
   reached the service would send it again (a second refund, a second order mailed to the
   customer). If their worker dies, the row they left pending is reported by reconciliation instead.
   After an ambiguous failure the service layer records "outcome unknown" and the task does not call
-  again; only a request that was never sent (``ConnectError``) is retried. As a second guard, a
-  state-changing task whose id already made a call that may have reached the service (a broker
-  redelivery, e.g. after Redis's ``visibility_timeout``) does not call again and returns what that
-  call left.
+  again; only what did nothing at the service (``ServiceUnavailable``: the request never left, or
+  the service said "not now") is retried. As a second guard, a state-changing task whose id already
+  made a call that may have taken effect (a broker redelivery, e.g. after Redis's
+  ``visibility_timeout``) does not call again and returns what that call left
+  (``services.sent_by_task``).
 
 Keep the broker's ``visibility_timeout`` (Redis, SQS) longer than the longest retry countdown and
 queue wait: a message held longer is handed to a second worker.
@@ -49,8 +50,8 @@ from django.apps import apps
 from django.contrib.auth import get_user_model
 
 from . import reconciliation, services
-from .client import OPERATIONS, ConnectError, Logo, NotFoundError, PayCollectError, RateLimitError
-from .exceptions import PaymentRefused
+from .client import Logo
+from .exceptions import NotFound, PaymentRefused, ServiceUnavailable, describe_error
 from .models import (
     ApiCall,
     DirectOrder,
@@ -76,15 +77,13 @@ DATABASE_UNAVAILABLE = (db.OperationalError, db.InterfaceError)
 READ_MAX_RETRIES = 5
 READ_BACKOFF = 2.0
 READ_BACKOFF_CAP = 300.0
-#: Seconds before each retry of a state-changing call that was never sent (ConnectError).
+#: Seconds before each retry of a state-changing call that did nothing at the service (never sent, 429).
 NOT_SENT_RETRY_DELAYS = (10, 60, 300)
 
 # Re-exported: the schedule itself lives where settings can import it (no models there).
 
 # Re-exported for older imports: the schedule lives where settings can import it (no models there).
 from .schedules import BEAT_SCHEDULE as BEAT_SCHEDULE  # noqa: E402
-
-_STATE_CHANGING = tuple(name for name, op in OPERATIONS.items() if op.changes_state)
 
 # Idempotent tasks: redelivered when the worker dies before finishing (see the module docstring).
 _REDELIVERABLE: dict[str, Any] = {"bind": True, "acks_late": True, "reject_on_worker_lost": True}
@@ -112,18 +111,18 @@ def _task_id(task: Any) -> Iterator[None]:
 # --- retries ------------------------------------------------------------------------------------
 
 
-def _retry_read(task: Any, exc: Exception) -> NoReturn:
+def _retry_read(task: Any, exc: ServiceUnavailable) -> NoReturn:
     """Retry a read with capped exponential backoff and jitter (the wait asked by a 429 if longer)."""
     delay = min(READ_BACKOFF_CAP, READ_BACKOFF * 2**task.request.retries)
     countdown = random.uniform(delay / 2, delay)  # noqa: S311  (jitter, so workers do not retry in step)
-    if isinstance(exc, RateLimitError) and exc.retry_after:
+    if exc.retry_after:
         countdown = max(countdown, exc.retry_after)
     # Past max_retries (or when called as a plain function), retry() raises exc itself.
     raise task.retry(exc=exc, countdown=countdown) from None
 
 
 def _read(task: Any, call: Callable[[], R]) -> R:
-    """Run a read; on a transient error retry it: later through the broker, or at once when eager.
+    """Run a read; when the service is unavailable retry it: later through the broker, or at once when eager.
 
     Eager runs retry in a loop here rather than through ``task.retry()``, which with
     ``CELERY_TASK_EAGER_PROPAGATES`` raises ``Retry`` to the caller instead of retrying.
@@ -132,7 +131,7 @@ def _read(task: Any, call: Callable[[], R]) -> R:
         for eager_retries in itertools.count():
             try:
                 return call()
-            except services.TRANSIENT_ERRORS as exc:
+            except ServiceUnavailable as exc:
                 if not task.request.is_eager:
                     _retry_read(task, exc)
                 if eager_retries >= task.max_retries:
@@ -141,76 +140,34 @@ def _read(task: Any, call: Callable[[], R]) -> R:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-class _Attempt:
-    """One attempt of a state-changing task: what this task id already sent, and what this attempt did."""
+def _write(task: Any, call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run a state-changing operation at most once per delivery; retry only what did nothing at the service.
 
-    def __init__(self, task: Any) -> None:
-        self.task_id: str = getattr(task.request, "id", None) or ""
-        #: A call of an earlier delivery of this message that may have reached the service.
-        self.earlier: ApiCall | None = None
-        self._floor = 0
-        if not self.task_id:  # called as a plain function: no id to recognise anything by
-            return
-        rows = list(ApiCall.objects.filter(task_id=self.task_id).order_by("pk"))
-        self._floor = rows[-1].pk if rows else 0
-        self.earlier = next(
-            (
-                r
-                for r in rows
-                if r.operation in _STATE_CHANGING and r.sent and r.error_class != "ConnectError"
-            ),
-            None,
-        )
-        if self.earlier is not None:
-            logger.warning(
-                "task %s %s delivered again after its call %s: not calling the service again",
-                task.name,
-                self.task_id,
-                self.earlier.pk,
-            )
-
-    def never_sent(self) -> bool:
-        """True when the last call of this attempt is a ConnectError: the service never saw it."""
-        if not self.task_id:
-            return False
-        last = ApiCall.objects.filter(task_id=self.task_id, pk__gt=self._floor).order_by("-pk").first()
-        return last is not None and last.error_class == "ConnectError"
-
-
-def _write(
-    task: Any,
-    call: Callable[[], dict[str, Any]],
-    *,
-    failed: Callable[[dict[str, Any]], bool] = lambda result: False,
-) -> dict[str, Any]:
-    """Run a state-changing operation at most once per delivery; retry only what was never sent.
-
-    The service layer turns a ConnectError of a state-changing call into PaymentRefused (or a failed
-    refund): the ApiCall row of this attempt tells whether the request was never sent.
+    The service layer raises :class:`ServiceUnavailable` for a state-changing call only when nothing
+    happened at the service (the request never left, or it said "not now"), so that is retried. A
+    delivery whose task id already made a call that may have taken effect returns what it left.
     """
+    task_id: str = getattr(task.request, "id", None) or ""
     with _task_id(task):
         for eager_retries in itertools.count():
-            attempt = _Attempt(task)
-            if attempt.earlier is not None:
-                return _earlier_result(attempt.earlier)
-            error: Exception | None = None
+            earlier = services.sent_by_task(task_id)
+            if earlier is not None:
+                logger.warning(
+                    "task %s %s delivered again after its call %s: not calling the service again",
+                    task.name,
+                    task_id,
+                    earlier.pk,
+                )
+                return _earlier_result(earlier)
             try:
-                result = call()
-            except (PaymentRefused, ConnectError) as exc:
-                if not attempt.never_sent():
+                return call()
+            except ServiceUnavailable as exc:
+                retries = task.request.retries + eager_retries
+                if retries >= len(NOT_SENT_RETRY_DELAYS):
                     raise
-                error = exc
-            else:
-                if not (failed(result) and attempt.never_sent()):
-                    return result
-            retries = task.request.retries + eager_retries
-            if retries >= len(NOT_SENT_RETRY_DELAYS):
-                if error is not None:
-                    raise error
-                return result
-            if not task.request.is_eager:
-                raise task.retry(exc=error, countdown=NOT_SENT_RETRY_DELAYS[retries]) from None
-            logger.warning("%s: the service could not be reached; trying again at once (eager)", task.name)
+                if not task.request.is_eager:
+                    raise task.retry(exc=exc, countdown=NOT_SENT_RETRY_DELAYS[retries]) from None
+                logger.warning("%s: %s; trying again at once (eager)", task.name, exc)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -434,8 +391,8 @@ def refund(
         )
         return _refund_result(done)
 
-    # A refund never sent is recorded as failed; the retry makes a new Refund row.
-    return _write(self, call, failed=lambda result: result["state"] == Refund.FAILED)
+    # A refund never sent is recorded as failed; a retry makes a new Refund row.
+    return _write(self, call)
 
 
 @shared_task(name="paycollect.cancel_recurring", **_WRITE)
@@ -468,16 +425,11 @@ def create_community(
         raise PaymentRefused({"logo": ["Send the logo's bytes as base64."]}) from None
 
     def call() -> dict[str, Any]:
-        try:
-            services.create_community(
-                logo=Logo(logo_filename, content), name=name, user=_user(user_id), **fields
-            )
-        except PayCollectError as exc:
-            if not exc.outcome_unknown:
-                raise
-            # Sent, no answer: it may exist now. Its ApiCall is flagged; the dashboard tells.
-            return {"created": None, "outcome_unknown": True}
-        return {"created": True, "outcome_unknown": False}
+        done = services.create_community(
+            logo=Logo(logo_filename, content), name=name, user=_user(user_id), **fields
+        )
+        # Sent without an answer, it may exist now: its ApiCall is flagged and reconciliation reports it.
+        return {"created": None if done.outcome_unknown else True, "outcome_unknown": done.outcome_unknown}
 
     return _write(self, call)
 
@@ -531,20 +483,20 @@ def _verify_callback(task: Any, callback_id: int, force: bool) -> str:
             # Nothing runs later in eager mode: the sweep (or paycollect_process_callbacks --stuck) does.
             return ReceivedCallback.QUEUED
         raise task.retry(countdown=deferred.seconds, max_retries=task.request.retries + 1) from None
-    except services.TRANSIENT_ERRORS as exc:
+    except ServiceUnavailable as exc:
         attempts = ReceivedCallback.objects.values_list("attempts", flat=True).get(pk=callback_id)
         if not task.request.is_eager and attempts <= len(CALLBACK_RETRY_DELAYS):
             delay = CALLBACK_RETRY_DELAYS[max(attempts, 1) - 1]
             services.callback_waiting(
                 callback_id,
                 delay,
-                error=f"{type(exc).__name__}: {exc}; trying again in {delay} s "
+                error=f"{describe_error(exc)}; trying again in {delay} s "
                 f"(attempt {attempts} of {len(CALLBACK_RETRY_DELAYS) + 1})",
             )
             raise task.retry(exc=exc, countdown=delay, max_retries=task.request.retries + 1) from None
         services.callback_failed(callback_id, exc, traceback.format_exc())
         return ReceivedCallback.FAILED
-    except NotFoundError as exc:
+    except NotFound as exc:
         # The service does not know the uuid: a forged or mistaken callback, not our bug.
         logger.warning("callback %s names a transaction the service does not know", callback_id)
         services.callback_failed(callback_id, exc)

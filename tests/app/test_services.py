@@ -305,7 +305,12 @@ def test_refund_with_an_unknown_outcome_is_never_resent_and_still_counts(paycoll
 def test_a_refund_the_service_refuses_is_failed_and_signalled(paycollect_live, paid_transaction, signal_log):
     # Someone refunded at the service directly; our books do not know yet.
     paycollect_live.client.refund(transaction_uuid=paid_transaction.uuid, refund_amount=Decimal("90.00"))
-    failed = services.refund(paid_transaction, Decimal("50.00"))
+    with pytest.raises(PaymentRefused) as caught:
+        services.refund(paid_transaction, Decimal("50.00"))
+    # The service's words, on its field; the refund it left is the refusal's record.
+    assert "refund_amount" in caught.value.message_dict
+    failed = caught.value.record
+    assert failed == Refund.objects.get()
     assert failed.state == Refund.FAILED
     assert failed.error
     assert signal_log.count("refund_failed") == 1

@@ -18,7 +18,7 @@ from django.contrib.auth import get_user_model
 
 from django_paycollect import services, tasks
 from django_paycollect.client import PayCollectClient
-from django_paycollect.exceptions import PaymentRefused
+from django_paycollect.exceptions import PaymentRefused, ServiceUnavailable
 from django_paycollect.models import (
     ApiCall,
     DirectOrder,
@@ -157,7 +157,9 @@ def test_read_task_retries_through_the_broker_when_not_eager(paycollect_live, pa
     finally:
         task.pop_request()
     [scheduled] = retried
-    assert type(scheduled["exc"]).__name__ == "ServerError"
+    # The service layer's "not now", with the client's error behind it.
+    assert isinstance(scheduled["exc"], ServiceUnavailable)
+    assert type(scheduled["exc"].__cause__).__name__ == "ServerError"
     assert tasks.READ_BACKOFF / 2 <= scheduled["countdown"] <= tasks.READ_BACKOFF
     assert calls("get_transaction")[0].task_id == "t-worker"
 
@@ -168,8 +170,9 @@ def test_read_task_gives_up_after_its_retries(paycollect_live, pay):
     txn = pay("30.00")
     paycollect_live.control.fault("fetch_transaction", "status", status=503, times=None)
     try:
-        with pytest.raises(ServerError):
+        with pytest.raises(ServiceUnavailable) as caught:
             run(tasks.sync_transaction, "t-503-forever", transaction_id=txn.pk)
+        assert isinstance(caught.value.__cause__, ServerError)
     finally:
         paycollect_live.control.clear_faults()
     assert len(calls("get_transaction")) == 1 + tasks.READ_MAX_RETRIES
@@ -335,10 +338,10 @@ def test_a_call_never_sent_is_retried_through_the_broker_when_not_eager(
     finally:
         task.pop_request()
     assert scheduled == [tasks.NOT_SENT_RETRY_DELAYS[0]]
-    # The last retry gives up with the refusal.
+    # The last retry gives up: the service is still unavailable.
     task.push_request(id="t-capture-down", is_eager=False, retries=len(tasks.NOT_SENT_RETRY_DELAYS))
     try:
-        with pytest.raises(PaymentRefused):
+        with pytest.raises(ServiceUnavailable):
             task.run(transaction_id=paid_transaction.pk)
     finally:
         task.pop_request()
@@ -347,8 +350,6 @@ def test_a_call_never_sent_is_retried_through_the_broker_when_not_eager(
 
 
 def test_a_rate_limited_read_waits_as_long_as_the_service_asks(monkeypatch):
-    from django_paycollect.client import RateLimitError
-
     task = tasks.fetch_statistics._get_current_object()
     scheduled: list[float] = []
     monkeypatch.setattr(
@@ -356,8 +357,8 @@ def test_a_rate_limited_read_waits_as_long_as_the_service_asks(monkeypatch):
     )
     task.push_request(id="t-429", is_eager=False, retries=0)
     try:
-        with pytest.raises(RateLimitError):
-            tasks._retry_read(task, RateLimitError("slow down", retry_after=42.0))
+        with pytest.raises(ServiceUnavailable):
+            tasks._retry_read(task, ServiceUnavailable("slow down", retry_after=42.0))
     finally:
         task.pop_request()
     assert scheduled == [42.0]
@@ -368,8 +369,8 @@ def test_a_payment_never_sent_is_retried_and_one_never_answered_is_not(paycollec
     down = PayCollectClient(f"http://127.0.0.1:{_closed_port()}", api_key="k", max_network_retries=0)
     clients = iter([down, down, down, down])
     monkeypatch.setattr(services, "get_client", lambda *a, **kw: next(clients, None) or real(*a, **kw))
-    # Down for longer than the retries: refused in the end, nothing ever sent.
-    with pytest.raises(PaymentRefused):
+    # Down for longer than the retries: unavailable in the end, nothing ever sent.
+    with pytest.raises(ServiceUnavailable):
         run(tasks.start_payment, "t-pay-down", amount="10.00", billing_data=BILLING)
     assert len(calls("pay")) == 1 + len(tasks.NOT_SENT_RETRY_DELAYS)
     assert paycollect_live.control.journal("pay") == []

@@ -3,8 +3,9 @@
 Each cell injects one fault at the live sandbox (``control.fault``), calls the service function, and checks:
 
 * what the caller gets: a read a single fault does not outlast is retried once (``MAX_NETWORK_RETRIES`` 1)
-  and succeeds; otherwise the client's error class is raised. A write is never resent: the service function
-  records "outcome unknown" and returns that state (``create_community`` raises the error, flagged);
+  and succeeds; otherwise the service layer's ``ServiceUnavailable`` is raised, the client's error class
+  behind it. A write is never resent: the service function records "outcome unknown" and returns that
+  state (``create_community`` its ApiCall row, flagged);
 * the sandbox's journal: how many requests reached it (one for every write);
 * the one ApiCall row stored for the call: ``error_class``, ``outcome_unknown``, ``attempts``, and what it
   keeps of the answer (the envelope's code, an excerpt of an HTML page or of the broken JSON);
@@ -38,7 +39,7 @@ from django_paycollect.client import (
     ServerError,
     UnexpectedResponseError,
 )
-from django_paycollect.exceptions import PaymentRefused
+from django_paycollect.exceptions import PaymentRefused, ServiceUnavailable
 from django_paycollect.models import (
     ApiCall,
     DirectOrder,
@@ -189,8 +190,6 @@ class Case:
     sandbox_op = ""
     api_op = ""
     writes = False
-    #: A write whose service function raises the error even when the outcome is unknown.
-    raises_when_unknown = False
     #: The signals sent from the faulted call to the end of reconciliation, each once.
     signals: tuple[str, ...] = ()
 
@@ -424,7 +423,6 @@ class CreateCommunity(Case):
     label = "create_community"
     sandbox_op = api_op = "create_community"
     writes = True
-    raises_when_unknown = True
     name = "Fault Club"
 
     def act(self, cell: Cell) -> Any:
@@ -432,6 +430,12 @@ class CreateCommunity(Case):
 
     def effect(self, cell: Cell) -> int:
         return sum(c["name"] == self.name for c in cell.sb.control.communities())
+
+    def failed(self, cell: Cell, result: Any, call: ApiCall) -> str:
+        # No row of its own: the ApiCall is returned, flagged.
+        assert result == call
+        assert result.outcome_unknown
+        return "returned its ApiCall, outcome_unknown set"
 
     def settle(self, cell: Cell, summary: reconciliation.Summary, survived: bool) -> str:
         if summary.needs_review:
@@ -565,10 +569,10 @@ def test_fault_matrix(
         "MAX_NETWORK_RETRIES": MAX_NETWORK_RETRIES,
     }
     result: Any = None
-    raised: PayCollectError | None = None
+    raised: ServiceUnavailable | None = None
     try:
         result = case.act(cell)
-    except PayCollectError as exc:
+    except ServiceUnavailable as exc:
         raised = exc
     finally:
         settings.PAYCOLLECT = configured
@@ -600,14 +604,16 @@ def test_fault_matrix(
         assert call.error_message
         assert call.code == fault.code
         assert fault.excerpt in call.body_excerpt
-        if case.writes and not case.raises_when_unknown:
+        if case.writes:
             assert raised is None, f"{case.label} raised {raised!r} instead of recording the unknown outcome"
             outcome = case.failed(cell, result, call)
         else:
             assert raised is not None, f"{case.label} returned {result!r}"
-            assert type(raised) is fault.error
-            assert raised.outcome_unknown is case.writes
-            outcome = f"{case.failed(cell, result, call)} {expected}"
+            cause = raised.__cause__
+            assert isinstance(cause, PayCollectError)
+            assert type(cause) is fault.error
+            assert cause.outcome_unknown is False
+            outcome = f"{case.failed(cell, result, call)} ServiceUnavailable ({expected})"
 
     # The effect at the sandbox: once when the fault came after the work, never twice.
     effect = "-"
@@ -652,8 +658,8 @@ def test_reconciliation_reports_a_community_creation_of_unknown_outcome(
     paycollect_live: Any, fault: Fault
 ) -> None:
     paycollect_live.control.fault("create_community", fault.kind, **fault.options)
-    with pytest.raises(OutcomeUnknownError):
-        services.create_community(name="Lost Club", logo=Logo("logo.png", PNG))
-    assert ApiCall.objects.get(operation="create_community").outcome_unknown
+    call = services.create_community(name="Lost Club", logo=Logo("logo.png", PNG))
+    assert call == ApiCall.objects.get(operation="create_community")
+    assert call.outcome_unknown
     summary = reconciliation.reconcile(older_than=timedelta(0))
     assert len(summary.needs_review) == 1

@@ -28,9 +28,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST, require_safe
 
 from django_paycollect import services
-from django_paycollect.client import PayCollectError
 from django_paycollect.conf import paycollect_settings
-from django_paycollect.exceptions import PayCollectConfigurationError, PaymentRefused
+from django_paycollect.exceptions import PaymentRefused, ServiceLayerError
 from django_paycollect.forms import BillingDataForm
 from django_paycollect.models import DirectOrder, Transaction
 from django_paycollect.serializers import service_id_of
@@ -135,7 +134,7 @@ def _new_membership(request: HttpRequest, form: JoinForm) -> Membership | None:
                 "promocode", f"This promocode cannot be used: {' '.join(_refusal_messages(error))}"
             )
             return None
-        except (PayCollectError, PayCollectConfigurationError):
+        except ServiceLayerError:
             logger.exception("promocode %s could not be checked", data["promocode"])
             form.add_error(
                 "promocode", "The promocode could not be checked now. Try again, or leave it empty."
@@ -149,7 +148,7 @@ def _new_membership(request: HttpRequest, form: JoinForm) -> Membership | None:
         # The service's fees are added to the bill: show them before the member pays.
         try:
             total = services.prepare_amount(amount, currency=CURRENCY, payment_method=data["pay_using"])
-        except (PaymentRefused, PayCollectError, PayCollectConfigurationError):
+        except ServiceLayerError:
             logger.exception("fees could not be computed")
             form.add_error(None, "The payment service cannot be reached now. Please try again in a minute.")
             return None
@@ -256,7 +255,7 @@ def pay(request: HttpRequest, public_id: UUID) -> HttpResponse:
         for message in _refusal_messages(error):
             messages.error(request, f"The payment could not be started: {message}")
         return redirect(membership)
-    except (PayCollectError, PayCollectConfigurationError):
+    except ServiceLayerError:
         logger.exception("%s: the payment could not be started", membership.reference)
         messages.error(request, "The payment service cannot be reached now. Nothing was charged; try again.")
         return redirect(membership)
@@ -436,7 +435,7 @@ def _send_invoice(request: HttpRequest, form: InvoiceForm, reference: str) -> Di
     except PaymentRefused as error:
         _add_refusal(form, error)
         return None
-    except (PayCollectError, PayCollectConfigurationError):
+    except ServiceLayerError:
         logger.exception("invoice %s could not be sent", reference)
         form.add_error(None, "The payment service cannot be reached now. Nothing was sent; try again.")
         return None
