@@ -39,7 +39,7 @@ from django.utils.timesince import timesince, timeuntil
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from . import callbacks, services
+from . import services, tasks
 from .client.money import too_deep
 from .dashboard import CurrencyListFilter, DashboardAdmin, RefundCommunityListFilter
 from .exceptions import PaymentRefused, ServiceLayerError
@@ -1216,7 +1216,7 @@ class CallbackWaitingFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() == "stuck":
-            return queryset.filter(callbacks.stuck_filter())
+            return queryset.filter(services.stuck_filter())
         if self.value() == "yes":
             return queryset.filter(state__in=ReceivedCallback.WAITING_STATES)
         return queryset
@@ -1401,7 +1401,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
         if since > now:
             return gettext("retry due in %(time)s") % {"time": timeuntil(since, now)}
         age = timesince(since, now)
-        if obj.state == ReceivedCallback.RECEIVED or since < now - callbacks.requeue_after():
+        if obj.state == ReceivedCallback.RECEIVED or since < now - services.requeue_after():
             return gettext("%(age)s (stuck: the sweep queues it again)") % {"age": age}
         return age
 
@@ -1414,7 +1414,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
         queued: list[str] = []
         for callback in queryset.select_related(None).only("pk", "state"):
             label = f"#{callback.pk}"
-            if not callbacks.requeue(callback.pk):
+            if services.reprocess_callback(callback.pk) is None:
                 outcomes.failed.append(
                     (
                         label,
@@ -1424,7 +1424,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
                 )
                 continue
             # The changelist is non-atomic, so the task is sent now (and, eager, runs now).
-            transaction.on_commit(partial(callbacks.enqueue, callback.pk, force=True))
+            transaction.on_commit(partial(tasks.queue_verification, callback.pk, force=True))
             after = ReceivedCallback.objects.only("state", "error").get(pk=callback.pk)
             if after.state == ReceivedCallback.PROCESSED:
                 outcomes.succeeded.append(label)

@@ -1,62 +1,44 @@
-"""What the service sends us: callback POSTs, stored before anything else, and browser returns.
+"""Callback intake: the HTTP side of what the service POSTs to us, and nothing more.
 
-A callback is stored first, whatever it holds (raw body, a few headers, the client IP), then
-verified by ``tasks.process_callback`` after the commit: the task fetches the transaction from the
-service and applies what the service says, never what the body claims. Redeliveries of the same
-(transaction uuid, claimed status) are stored as duplicates and not verified again (unless the
-original never was, or its verification found the transaction still open; see ``_verify_again``).
+It reads the body (bounded), refuses what cannot be a callback (stored as *invalid*, answered 4xx), checks
+the optional shared secret, parses the claims, and hands them to the callback ledger
+(:mod:`django_paycollect.services.callback_ledger`), which stores and deduplicates them; then it hands the
+callback to the worker after the commit (``tasks.queue_verification``). Verification, the state of a
+stored callback, the sweep and reprocessing are the ledger's.
+
 Only ``transaction_uuid`` (or a ``transaction_id`` holding the uuid) decides what to fetch. Every other
 field is a hint: a malformed one never refuses the callback; it is stored as not sent and named in
-``hint_errors``, which flags the callback in the admin. The uuid is made canonical first
-(``ids.canonical_uuid``), so every spelling of it is one callback.
-
-Nothing answered 200 stays unverified: a callback whose queueing failed is left *received* with the
-reason, and one whose message was lost stays *queued*; :func:`sweep` (a beat task, every minute) queues
-both again once overdue (``CALLBACK_REQUEUE_AFTER``).
-
-A browser return is never trusted either: its uuid only says which transaction to look at, and
-only a status is ever shown to the visitor.
-
-Settings read here that ``conf.DEFAULTS`` may not list yet are read with a default (see
-:func:`setting`): ``MAX_CALLBACK_BYTES``, ``TRUSTED_PROXIES``, ``CALLBACK_SECRET_FIELD``,
-``CALLBACK_SECRET``, ``RETURN_TIMEOUT``.
+``hint_errors``, which flags the callback in the admin. Our secrets (URL tokens, the echoed secret) are
+removed from everything stored (:mod:`django_paycollect.redaction`).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import hmac
 import ipaddress
 import json
 import logging
-import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache, partial
 from typing import Any
 
-from django.core.cache import cache
-from django.db import IntegrityError, transaction
-from django.db.models import Q
-from django.db.models.functions import Coalesce
+from django.db import transaction
 from django.http import HttpRequest
 from django.http.request import RawPostDataException
-from django.utils import timezone
 
 from . import services, tasks
 from .client.money import MAX_JSON_DEPTH, too_deep
-from .conf import paycollect_settings
-from .exceptions import NotFound
-from .ids import canonical_uuid
-from .models import ReceivedCallback, Transaction, json_safe
+from .conf import paycollect_settings, setting
+from .models import ReceivedCallback, json_safe
+from .redaction import REDACTED, scrub, scrub_all
 from .serializers import CALLBACK_FIELDS, CallbackBodySerializer
 
 logger = logging.getLogger("django_paycollect.callbacks")
 
-#: Largest callback body accepted, in bytes (``PAYCOLLECT["MAX_CALLBACK_BYTES"]`` overrides it). The
-#: spec shows no size; a real body is well under 1 KiB plus its custom fields.
+#: Largest callback body accepted by default, in bytes (``PAYCOLLECT["MAX_CALLBACK_BYTES"]``). The spec
+#: shows no size; a real body is well under 1 KiB plus its custom fields.
 MAX_CALLBACK_BYTES = 64 * 1024
 #: Request headers kept with a stored callback (lower case), each cut to ``HEADER_MAX_CHARS``.
 STORED_HEADERS = (
@@ -70,21 +52,6 @@ STORED_HEADERS = (
 HEADER_MAX_CHARS = 500
 #: How much of an oversized body is kept, for the admin to see what it was.
 OVERSIZED_EXCERPT_BYTES = 1024
-#: Stored callbacks that may be queued for verification again (by a redelivery, the admin or the command).
-REPROCESSABLE_STATES = (ReceivedCallback.RECEIVED, ReceivedCallback.QUEUED, ReceivedCallback.FAILED)
-REDACTED = "[redacted]"
-
-#: Browser returns: default (connect, read) seconds of the fetch made while the customer waits.
-RETURN_TIMEOUT = (2.0, 3.0)
-#: At most one fetch per transaction in this many seconds from returns and the status endpoint, so
-#: that polling pages (or someone replaying a uuid) cannot make us hammer the service.
-STATUS_SYNC_INTERVAL = 3.0
-
-
-def setting(name: str, default: Any) -> Any:
-    """``PAYCOLLECT[name]``, or ``default`` when it is set to None."""
-    value = getattr(paycollect_settings, name)
-    return default if value is None else value
 
 
 # --- the token in the URL --------------------------------------------------------------------------
@@ -153,7 +120,7 @@ def trusted_proxies() -> tuple[IPNetwork, ...]:
 
     Default: none, so the client IP is ``REMOTE_ADDR`` and ``X-Forwarded-For`` is only recorded.
     """
-    entries = setting("TRUSTED_PROXIES", ())
+    entries = setting("TRUSTED_PROXIES")
     if isinstance(entries, str):
         entries = [entries]
     return _networks(tuple(str(entry) for entry in entries))
@@ -192,7 +159,7 @@ def selected_headers(meta: Mapping[str, Any]) -> dict[str, str]:
         key = name.upper().replace("-", "_")
         value = meta.get(key if key in ("CONTENT_TYPE", "CONTENT_LENGTH") else f"HTTP_{key}")
         if value:
-            headers[name] = _scrub(_clean_text(str(value)))[:HEADER_MAX_CHARS]
+            headers[name] = scrub(_clean_text(str(value)))[:HEADER_MAX_CHARS]
     return headers
 
 
@@ -223,17 +190,12 @@ class _Refused(Exception):
 
 
 def max_callback_bytes() -> int:
-    return int(setting("MAX_CALLBACK_BYTES", MAX_CALLBACK_BYTES))
+    return int(setting("MAX_CALLBACK_BYTES"))
 
 
 def receive(request: HttpRequest, token_index: int) -> Received:
-    """Store the callback POSTed in ``request`` and queue its verification after the commit.
-
-    A new callback costs one INSERT; a redelivery three queries (the INSERT refused by the unique
-    ``dedupe_key``, the original's lookup, the duplicate's INSERT), plus one when it has the
-    original verified again. Invalid callbacks are stored too (state "invalid", with the reason)
-    and answered 4xx.
-    """
+    """Store the callback POSTed in ``request`` (through the ledger) and queue its verification after the
+    commit. Invalid callbacks are stored too (state *invalid*, with the reason) and answered 4xx."""
     base: dict[str, Any] = {
         "token_index": token_index,
         "remote_addr": client_ip(request.META),
@@ -242,40 +204,15 @@ def receive(request: HttpRequest, token_index: int) -> Received:
     try:
         text, claims = _read_and_parse(request)
     except _Refused as refused:
-        callback = ReceivedCallback.objects.create(
-            state=ReceivedCallback.INVALID,
-            invalid_reason=refused.reason,
-            body=_scrub(refused.body),
-            **base,
-            **refused.claims,
+        callback = services.store_invalid_callback(
+            refused.reason, body=scrub(refused.body), **base, **refused.claims
         )
         logger.warning("callback #%s refused (%s): %s", callback.pk, refused.status, refused.reason)
         return Received(refused.status, callback, {"received": False, "error": refused.reason})
-    return _store(base, _scrub(text), claims)
-
-
-def _scrub(text: str) -> str:
-    """The body without any of our secrets (echoed secret values, URL tokens), wherever they appear:
-    also in bodies that are not JSON, or are refused before the secret field is read."""
-    secrets = setting("CALLBACK_SECRET", ())
-    secrets = [secrets] if isinstance(secrets, str) else list(secrets)
-    secrets += list(paycollect_settings.CALLBACK_TOKENS or [])
-    for secret in map(str, secrets):
-        if secret:
-            text = text.replace(secret, REDACTED)
-    return text
-
-
-def _scrub_all(value: Any) -> Any:
-    """``_scrub`` over every text of what is stored (claims, custom fields): a token or secret the
-    sender echoed anywhere is never stored. The depth is bounded by ``too_deep`` first."""
-    if isinstance(value, str):
-        return _scrub(value)
-    if isinstance(value, dict):
-        return {_scrub(str(k)): _scrub_all(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_scrub_all(v) for v in value]
-    return value
+    stored = services.store_callback(body=scrub(text), **base, **claims)
+    if stored.to_verify is not None:
+        transaction.on_commit(partial(tasks.queue_verification, stored.to_verify))
+    return Received(200, stored.callback)
 
 
 def _read_and_parse(request: HttpRequest) -> tuple[str, dict[str, Any]]:
@@ -313,7 +250,7 @@ def _read_and_parse(request: HttpRequest) -> tuple[str, dict[str, Any]]:
     serializer = CallbackBodySerializer(data=document)
     valid = serializer.is_valid()
     hints = getattr(serializer, "hint_errors", {})
-    claims = _scrub_all(_claims(serializer.validated_data, document, hints)) if valid else {}
+    claims = scrub_all(_claims(serializer.validated_data, document, hints)) if valid else {}
     if secret_problem:
         # The claims are kept (when well formed) so the admin shows what the forgery pretended.
         raise _Refused(403, secret_problem, body=text, claims=claims)
@@ -321,7 +258,7 @@ def _read_and_parse(request: HttpRequest) -> tuple[str, dict[str, Any]]:
         reason = "wrong fields: " + _flatten(serializer.errors)
         if hints:
             reason += "; also malformed: " + _flatten(hints)
-        raise _Refused(400, reason, body=text, claims={"hint_errors": _scrub_all(hints)})
+        raise _Refused(400, reason, body=text, claims={"hint_errors": scrub_all(hints)})
     return text, claims
 
 
@@ -438,8 +375,8 @@ def _claims(data: Mapping[str, Any], document: Mapping[str, Any], hints: Mapping
 def callback_secret() -> tuple[str, list[str]]:
     """(field, accepted secrets): ``CALLBACK_SECRET_FIELD`` and ``CALLBACK_SECRET`` (text or a list,
     for rotation). No field or no secret: the check is off."""
-    field_name = str(setting("CALLBACK_SECRET_FIELD", "") or "")
-    secrets = setting("CALLBACK_SECRET", ())
+    field_name = str(setting("CALLBACK_SECRET_FIELD") or "")
+    secrets = setting("CALLBACK_SECRET")
     if isinstance(secrets, str):
         secrets = [secrets]
     accepted = [str(secret) for secret in secrets if secret]
@@ -481,283 +418,3 @@ def _redact(text: str, field_name: str, values: Sequence[str], without: Mapping[
     if isinstance(again, dict) and again.get(field_name, REDACTED) == REDACTED:
         return text
     return json.dumps({**json_safe(dict(without)), field_name: REDACTED}, ensure_ascii=False)
-
-
-# --- deduplication and queueing ------------------------------------------------------------------------
-
-
-def dedupe_key(uuid: str, claimed_status: str) -> str:
-    """One key per (transaction, claimed status): the uuid in its canonical form, whatever its spelling."""
-    return f"{canonical_uuid(uuid)}|{claimed_status.upper()}"
-
-
-def _store(base: dict[str, Any], text: str, claims: dict[str, Any]) -> Received:
-    key = dedupe_key(claims["transaction_uuid"], claims["claimed_status"])
-    fields = {**base, "body": text, **claims}
-    for _attempt in range(2):
-        now = timezone.now()
-        try:
-            with services.savepoint_if_atomic(ReceivedCallback):
-                callback = ReceivedCallback.objects.create(
-                    state=ReceivedCallback.QUEUED,
-                    dedupe_key=key,
-                    received_at=now,
-                    queued_at=now,
-                    next_attempt_at=now,
-                    **fields,
-                )
-        except IntegrityError:
-            original = (
-                ReceivedCallback.objects.filter(dedupe_key=key)
-                .select_related("transaction")
-                .only("pk", "state", "claimed_status", "transaction_uuid", "transaction__status")
-                .first()
-            )
-            if original is None:
-                continue  # pruned a moment ago: this one is the first again
-            duplicate = ReceivedCallback.objects.create(
-                state=ReceivedCallback.DUPLICATE,
-                duplicate_of=original,
-                outcome=f"redelivery of callback #{original.pk}",
-                **fields,
-            )
-            if _verify_again(original) and requeue(original.pk, states=(original.state,), fresh=True):
-                transaction.on_commit(partial(enqueue, original.pk))
-            logger.info("callback #%s is a redelivery of #%s", duplicate.pk, original.pk)
-            return Received(200, duplicate)
-        transaction.on_commit(partial(enqueue, callback.pk))
-        logger.info(
-            "callback #%s stored for %s (claims %s)",
-            callback.pk,
-            callback.transaction_uuid,
-            callback.claimed_status,
-        )
-        return Received(200, callback)
-    raise RuntimeError("the callback could not be stored")  # pragma: no cover (needs two prunes in a row)
-
-
-def _verify_again(original: ReceivedCallback) -> bool:
-    """Whether a redelivery should have its original verified again (the claim on the state seen
-    makes it happen once, however many redeliveries arrive together).
-
-    A redelivery is the sender saying "did you get it?". An original that was never verified (not
-    queued, or failed after its retries) gets another chance. So does one whose verification found
-    the transaction still open while it claimed an outcome: the service may have sent it before its
-    own records said so. That second case waits until a fetch is due (``CALLBACK_FETCH_INTERVAL``).
-    """
-    if original.state in (ReceivedCallback.RECEIVED, ReceivedCallback.FAILED):
-        return True
-    txn = original.transaction
-    return (
-        original.state == ReceivedCallback.PROCESSED
-        and txn is not None
-        and txn.status in Transaction.OPEN_STATUSES
-        and original.claimed_status.upper() not in Transaction.OPEN_STATUSES
-        and services.callback_fetch_due(original.transaction_uuid)
-    )
-
-
-def requeue(callback_id: int, states: Sequence[str] = REPROCESSABLE_STATES, *, fresh: bool = True) -> bool:
-    """Claim a stored callback for verification (state QUEUED), once: False when another state.
-
-    ``fresh``: a person or the sender asks again, so only a fetch sent from now on answers it
-    (``queued_at``); the sweep, which only hands on a question already asked, passes False.
-    """
-    now = timezone.now()
-    changes: dict[str, Any] = {"state": ReceivedCallback.QUEUED, "next_attempt_at": now}
-    if fresh:
-        changes["queued_at"] = now
-    claimed = ReceivedCallback.objects.filter(pk=callback_id, state__in=states).update(**changes)
-    return bool(claimed)
-
-
-#: Credentials in a URL (``redis://:password@host``), removed from what a failed queueing records.
-_URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]*@")
-
-
-def enqueue(callback_id: int, *, force: bool = False) -> None:
-    """Hand a QUEUED callback to the Celery task; when that fails it stays stored, as RECEIVED, with the
-    reason (shown in the admin), and the next sweep queues it again (nothing is lost and the sender
-    still gets its 200). How long this waits for an unreachable broker is Celery's publish retry
-    policy (``CELERY_TASK_PUBLISH_RETRY_POLICY``). ``force``: a person asked (see ``process_callback``)."""
-    try:
-        if force:
-            tasks.process_callback.delay(callback_id, force=True)
-        else:
-            tasks.process_callback.delay(callback_id)
-    except Exception as exc:
-        logger.exception("callback #%s could not be queued for verification", callback_id)
-        reason = _URL_CREDENTIALS.sub("***@", f"{type(exc).__name__}: {exc}")
-        now = timezone.now()
-        ReceivedCallback.objects.filter(pk=callback_id, state=ReceivedCallback.QUEUED).update(
-            state=ReceivedCallback.RECEIVED,
-            next_attempt_at=now,
-            error=_scrub(
-                f"could not be queued for verification at {now:%Y-%m-%d %H:%M:%S} UTC ({reason[:300]}); "
-                "the sweep queues it again"
-            ),
-        )
-
-
-# --- the sweep: nothing stays unverified because a message was lost ----------------------------------
-
-
-def requeue_after() -> dt.timedelta:
-    """``PAYCOLLECT["CALLBACK_REQUEUE_AFTER"]``: how long past its due time a queued callback is stuck."""
-    return dt.timedelta(seconds=float(paycollect_settings.CALLBACK_REQUEUE_AFTER))
-
-
-def stuck_filter(now: dt.datetime | None = None) -> Q:
-    """The callbacks the sweep queues again: received ones (queueing failed) at once, and queued ones
-    whose verification was due more than ``CALLBACK_REQUEUE_AFTER`` ago (a worker died with the
-    message, the broker lost it, or the database was down while it ran)."""
-    cutoff = (now or timezone.now()) - requeue_after()
-    overdue = Q(next_attempt_at__lt=cutoff) | Q(next_attempt_at__isnull=True, received_at__lt=cutoff)
-    return Q(state=ReceivedCallback.RECEIVED) | (Q(state=ReceivedCallback.QUEUED) & overdue)
-
-
-#: Callbacks one sweep queues again at most (the rest wait for the next run, a minute later).
-SWEEP_BATCH = 1000
-
-
-@dataclass
-class Sweep:
-    """What one sweep did: the callbacks it queued again, and when the oldest of them was due."""
-
-    requeued: list[int] = field(default_factory=list)
-    oldest_due: dt.datetime | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "requeued": len(self.requeued),
-            "ids": self.requeued[:100],
-            "oldest_due": self.oldest_due.isoformat() if self.oldest_due else None,
-        }
-
-
-def sweep(limit: int = SWEEP_BATCH) -> Sweep:
-    """Queue again every stuck callback (see :func:`stuck_filter`), oldest first, each claimed once.
-
-    Run every minute by the ``paycollect-sweep-callbacks`` beat entry; idempotent, so runs may
-    overlap: the claim (a conditional UPDATE) hands each callback to one of them.
-    """
-    now = timezone.now()
-    due = Coalesce("next_attempt_at", "received_at")
-    rows = list(
-        ReceivedCallback.objects.filter(stuck_filter(now))
-        .annotate(due=due)
-        .order_by("due", "pk")
-        .values_list("pk", "due")[:limit]
-    )
-    result = Sweep()
-    for pk, due_at in rows:
-        claimed = ReceivedCallback.objects.filter(stuck_filter(now), pk=pk).update(
-            state=ReceivedCallback.QUEUED, next_attempt_at=timezone.now()
-        )
-        if claimed:
-            enqueue(pk)
-            result.requeued.append(pk)
-            result.oldest_due = due_at if result.oldest_due is None else min(result.oldest_due, due_at)
-    if result.requeued:
-        logger.warning(
-            "sweep: queued %d stuck callback(s) again (the oldest due since %s)",
-            len(result.requeued),
-            result.oldest_due,
-        )
-    return result
-
-
-def process_now(callback_id: int, *, force: bool = False) -> str:
-    """Run the verification task here and now (the command); returns the callback's state after it."""
-    import traceback
-
-    try:
-        tasks.process_callback.apply(args=[callback_id], kwargs={"force": force})
-    except Exception as exc:  # the task records its failures; this is for one that escaped it
-        services.callback_failed(callback_id, exc, traceback.format_exc())
-    state: str = ReceivedCallback.objects.values_list("state", flat=True).get(pk=callback_id)
-    return state
-
-
-# --- browser returns ---------------------------------------------------------------------------------
-
-PUBLIC_PENDING, PUBLIC_SUCCESSFUL, PUBLIC_FAILED = "PENDING", "SUCCESSFUL", "FAILED"
-
-
-def public_status(txn: Transaction | None) -> str:
-    """The only thing a return shows: PENDING, SUCCESSFUL or FAILED (REJECTED and ABANDONED too)."""
-    if txn is None or txn.status in Transaction.OPEN_STATUSES:
-        return PUBLIC_PENDING
-    return PUBLIC_SUCCESSFUL if txn.status == Transaction.SUCCESSFUL else PUBLIC_FAILED
-
-
-def return_timeout() -> tuple[float, float]:
-    connect, read = setting("RETURN_TIMEOUT", RETURN_TIMEOUT)
-    return float(connect), float(read)
-
-
-def verified_status(uuid: str) -> str:
-    """The status of transaction ``uuid`` as the service says, for a customer's browser.
-
-    * A transaction of ours still open is fetched (short timeout, at most once per
-      ``STATUS_SYNC_INTERVAL``); when the service is slow or down, it stays PENDING.
-    * A uuid we do not store is fetched only when a callback named it (a direct order's payment,
-      a renewal: they become known by their callback); otherwise it is PENDING, exactly as an open
-      transaction would be, and the service is not asked about uuids we never issued nor heard of.
-    """
-    uuid = canonical_uuid(uuid)
-    txn = Transaction.objects.filter(uuid=uuid).first()
-    if txn is not None and txn.status not in Transaction.OPEN_STATUSES:
-        return public_status(txn)
-    heard_of = None
-    if txn is None:
-        heard_of = (
-            ReceivedCallback.objects.filter(transaction_uuid=uuid)
-            .exclude(state=ReceivedCallback.INVALID)
-            .only("merchant_id")
-            .first()
-        )
-        if heard_of is None:
-            return PUBLIC_PENDING
-    if not _may_fetch(uuid):
-        return public_status(txn)
-    try:
-        txn = services.sync_transaction(
-            txn,
-            uuid=uuid,
-            community_id=services.community_of(heard_of.merchant_id) if heard_of is not None else None,
-            source="return",
-            timeout=return_timeout(),
-            max_network_retries=0,  # the customer is waiting: the page polls instead of us retrying
-        )
-    except NotFound:
-        # The service does not know it: a transaction of ours stays as it is; a uuid we only heard
-        # of from a callback is nobody's payment.
-        return public_status(txn) if txn is not None else PUBLIC_FAILED
-    except Exception as error:  # the customer sees the waiting page, never an error
-        logger.warning("return for %s: the service could not be read (%s)", uuid, type(error).__name__)
-        return public_status(txn)
-    return public_status(txn)
-
-
-def uuid_for_service_id(service_id: int) -> str | None:
-    """The uuid of the one transaction of ours whose service id (Pay's ``transaction_id``, a fetched
-    ``id``) is ``service_id``; None when there is none, or more than one (ids of several environments).
-
-    For the browser return that names a transaction by this id alone. The id is a pointer into what we
-    stored, never trusted further: the status still comes from a fetch, and an id we did not store is
-    not looked up at the service.
-    """
-    found = Transaction.objects.filter(service_id=service_id, uuid__isnull=False).values_list(
-        "uuid", flat=True
-    )
-    uuids = list(found[:2])
-    return uuids[0] if len(uuids) == 1 else None
-
-
-def _may_fetch(uuid: str) -> bool:
-    interval = float(STATUS_SYNC_INTERVAL)
-    if interval <= 0:
-        return True
-    # cache.add is atomic in every backend: one fetch per interval per uuid (per cache).
-    return bool(cache.add(f"paycollect:return-fetch:{uuid.lower()}", True, timeout=math.ceil(interval)))

@@ -161,8 +161,8 @@ def check_callbacks_left_unverified(
 ) -> list[CheckMessage]:
     """Stored callbacks that did not move on: stuck ones (the sweep should have queued them again) and
     failed ones (a person should look). A database check: ``check --database default``."""
-    from .callbacks import stuck_filter
     from .models import ReceivedCallback
+    from .services.callback_ledger import stuck_filter
 
     messages: list[CheckMessage] = []
     for alias in databases or []:

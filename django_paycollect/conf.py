@@ -92,3 +92,9 @@ class PayCollectSettings:
 
 
 paycollect_settings = PayCollectSettings()
+
+
+def setting(name: str) -> Any:
+    """``PAYCOLLECT[name]``, or its default from :data:`DEFAULTS` when it is set to None."""
+    value = getattr(paycollect_settings, name)
+    return DEFAULTS[name] if value is None else value

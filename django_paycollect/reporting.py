@@ -41,7 +41,7 @@ from .models import (
     StatisticsSnapshot,
     Transaction,
 )
-from .services import STALE_IN_FLIGHT
+from .services import STALE_IN_FLIGHT, stuck_filter
 
 #: The periods the dashboard offers, in days.
 PERIODS = (7, 30, 90)
@@ -236,10 +236,9 @@ def success_rate(lines: Iterable[StatusLine]) -> Decimal | None:
 
 def stuck_callbacks(now: dt.datetime | None = None) -> Q:
     """Stuck callbacks: what the sweep queues again (received but never queued, or queued and overdue by
-    ``CALLBACK_REQUEUE_AFTER``). The one definition is :func:`~django_paycollect.callbacks.stuck_filter`,
-    shared with the sweep, the callback list's filter and the check ``paycollect.W005``."""
-    from .callbacks import stuck_filter  # callbacks imports the tasks, which this module need not load
-
+    ``CALLBACK_REQUEUE_AFTER``). The one definition is the callback ledger's
+    (:func:`~django_paycollect.services.callback_ledger.stuck_filter`), shared with the sweep, the callback
+    list's filter and the check ``paycollect.W005``."""
     return stuck_filter(now)
 
 

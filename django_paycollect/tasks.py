@@ -38,24 +38,21 @@ import binascii
 import itertools
 import logging
 import random
-import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any, NoReturn, TypeVar
 
 from celery import shared_task
-from django import db
 from django.apps import apps
 from django.contrib.auth import get_user_model
 
 from . import reconciliation, services
 from .client import Logo
-from .exceptions import NotFound, PaymentRefused, ServiceUnavailable, describe_error
+from .exceptions import PaymentRefused, ServiceUnavailable
 from .models import (
     ApiCall,
     DirectOrder,
-    ReceivedCallback,
     RecurringSeries,
     Refund,
     StatisticsSnapshot,
@@ -66,21 +63,15 @@ logger = logging.getLogger("django_paycollect.tasks")
 
 R = TypeVar("R")
 
-#: Seconds before each retry of a callback whose transaction could not be fetched.
-CALLBACK_RETRY_DELAYS = (5, 30, 120, 600, 1800)
 #: Seconds before each retry of a callback whose verification met an unreachable database (then, if
 #: it is still down, the sweep takes over once it is back).
 CALLBACK_DATABASE_RETRY_DELAYS = (2, 5, 10, 20, 30, 60, 60, 60)
-#: Database errors that say "not now" (connection refused, lost, server restarting), not "never".
-DATABASE_UNAVAILABLE = (db.OperationalError, db.InterfaceError)
 #: Retries of a read meeting a transient error: exponential backoff from READ_BACKOFF seconds.
 READ_MAX_RETRIES = 5
 READ_BACKOFF = 2.0
 READ_BACKOFF_CAP = 300.0
 #: Seconds before each retry of a state-changing call that did nothing at the service (never sent, 429).
 NOT_SENT_RETRY_DELAYS = (10, 60, 300)
-
-# Re-exported: the schedule itself lives where settings can import it (no models there).
 
 # Re-exported for older imports: the schedule lives where settings can import it (no models there).
 from .schedules import BEAT_SCHEDULE as BEAT_SCHEDULE  # noqa: E402
@@ -437,28 +428,53 @@ def create_community(
 # --- callbacks and housekeeping ------------------------------------------------------------------
 
 
+def queue_verification(callback_id: int, *, force: bool = False) -> None:
+    """Hand a queued callback to :func:`process_callback`. When that fails it stays stored, *received*
+    with the reason (``services.callback_not_queued``), and the next sweep queues it again: nothing is
+    lost and the sender still gets its 200. How long this waits for an unreachable broker is Celery's
+    publish retry policy (``CELERY_TASK_PUBLISH_RETRY_POLICY``). ``force``: a person asked."""
+    try:
+        if force:
+            process_callback.delay(callback_id, force=True)
+        else:
+            process_callback.delay(callback_id)
+    except Exception as exc:
+        logger.exception("callback #%s could not be queued for verification", callback_id)
+        services.callback_not_queued(callback_id, exc)
+
+
+def sweep(limit: int = services.SWEEP_BATCH) -> services.Sweep:
+    """Queue again every stuck callback (``services.claim_stuck_callbacks``), oldest first, each once."""
+    result = services.claim_stuck_callbacks(limit)
+    for pk in result.requeued:
+        queue_verification(pk)
+    return result
+
+
 # ignore_result: the callback's row holds the outcome. Queueing it then touches only the broker, never
 # the result backend, so a result store that is down cannot hold up (or fail) the callback view.
 @shared_task(
     name="paycollect.process_callback",
-    max_retries=len(CALLBACK_RETRY_DELAYS),
+    max_retries=len(services.CALLBACK_RETRY_DELAYS),
     ignore_result=True,
     **_REDELIVERABLE,
 )
 def process_callback(self: Any, callback_id: int, force: bool = False) -> str:
-    """Verify a stored callback against the service. Safe to run twice: verification is idempotent.
+    """Verify a stored callback against the service (``services.run_verification``). Safe to run twice:
+    verification is idempotent.
 
     Returns the callback's state: ``processed``, ``failed``, or ``queued`` when its verification
     waits (a retry or a deferral; then the task is retried, or, eager, left to the sweep). ``force``:
     a person asked (the admin, the command), so a fetch made moments ago does not defer it.
     """
+    eager = bool(self.request.is_eager)
     with _task_id(self):
         try:
-            return _verify_callback(self, callback_id, force)
-        except DATABASE_UNAVAILABLE as exc:
+            done = services.run_verification(callback_id, force=force, may_retry=not eager)
+        except services.DATABASE_UNAVAILABLE as exc:
             # Nothing could be recorded: the callback is still waiting in the database, so whatever
             # happens to this message the sweep finds it. Retried, never acknowledged as done.
-            if self.request.is_eager:
+            if eager:
                 raise
             retries = self.request.retries
             if retries >= len(CALLBACK_DATABASE_RETRY_DELAYS):
@@ -468,59 +484,22 @@ def process_callback(self: Any, callback_id: int, force: bool = False) -> str:
             raise self.retry(
                 exc=exc, countdown=CALLBACK_DATABASE_RETRY_DELAYS[retries], max_retries=retries + 1
             ) from None
-
-
-def _verify_callback(task: Any, callback_id: int, force: bool) -> str:
-    try:
-        return services.verify_callback(callback_id, force=force).state
-    except services.FetchDeferred as deferred:
-        services.callback_waiting(
-            callback_id,
-            deferred.seconds,
-            outcome=f"waiting: {deferred}"[:500],
-        )
-        if task.request.is_eager:
-            # Nothing runs later in eager mode: the sweep (or paycollect_process_callbacks --stuck) does.
-            return ReceivedCallback.QUEUED
-        raise task.retry(countdown=deferred.seconds, max_retries=task.request.retries + 1) from None
-    except ServiceUnavailable as exc:
-        attempts = ReceivedCallback.objects.values_list("attempts", flat=True).get(pk=callback_id)
-        if not task.request.is_eager and attempts <= len(CALLBACK_RETRY_DELAYS):
-            delay = CALLBACK_RETRY_DELAYS[max(attempts, 1) - 1]
-            services.callback_waiting(
-                callback_id,
-                delay,
-                error=f"{describe_error(exc)}; trying again in {delay} s "
-                f"(attempt {attempts} of {len(CALLBACK_RETRY_DELAYS) + 1})",
-            )
-            raise task.retry(exc=exc, countdown=delay, max_retries=task.request.retries + 1) from None
-        services.callback_failed(callback_id, exc, traceback.format_exc())
-        return ReceivedCallback.FAILED
-    except NotFound as exc:
-        # The service does not know the uuid: a forged or mistaken callback, not our bug.
-        logger.warning("callback %s names a transaction the service does not know", callback_id)
-        services.callback_failed(callback_id, exc)
-        return ReceivedCallback.FAILED
-    except DATABASE_UNAVAILABLE:
-        raise
-    except Exception as exc:  # a permanent error: kept on the callback for the admin, not retried
-        logger.exception("callback %s could not be verified", callback_id)
-        services.callback_failed(callback_id, exc, traceback.format_exc())
-        return ReceivedCallback.FAILED
+    if done.retry_in is not None and not eager:
+        # Eager, nothing runs later: the sweep (or paycollect_process_callbacks --stuck) does.
+        raise self.retry(exc=done.error, countdown=done.retry_in, max_retries=self.request.retries + 1)
+    return done.state
 
 
 @shared_task(name="paycollect.sweep_callbacks", ignore_result=True, **_REDELIVERABLE)
 def sweep_callbacks(self: Any) -> dict[str, Any]:
-    """Queue again the callbacks left received or queued too long (see ``callbacks.sweep``).
+    """Queue again the callbacks left received or queued too long (see :func:`sweep`).
 
     In the beat schedule every minute: a worker killed with its messages, a broker restarted without
     them, a database down while verifications ran: each such callback is verified at most
     ``CALLBACK_REQUEUE_AFTER`` (plus a minute) after it was due, whatever the broker's visibility timeout.
     """
-    from . import callbacks  # callbacks imports this module
-
     with _task_id(self):
-        return callbacks.sweep().as_dict()
+        return sweep().as_dict()
 
 
 @shared_task(name="paycollect.reconcile", **_REDELIVERABLE)

@@ -21,7 +21,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
-from . import callbacks
+from . import callbacks, returns
 from .conf import paycollect_settings
 from .serializers import ReturnParametersSerializer
 
@@ -82,7 +82,7 @@ class _Reference:
     param: tuple[str, str]
 
     def status(self) -> str:
-        return callbacks.verified_status(self.uuid) if self.uuid else callbacks.PUBLIC_PENDING
+        return returns.verified_status(self.uuid) if self.uuid else returns.PUBLIC_PENDING
 
 
 def _reference_of(query: QueryDict) -> _Reference | None:
@@ -102,7 +102,7 @@ def _reference_of(query: QueryDict) -> _Reference | None:
     service_id: int | None = serializer.validated_data["service_id"]
     if service_id is None:
         return None
-    return _Reference(callbacks.uuid_for_service_id(service_id) or "", ("transaction_id", str(service_id)))
+    return _Reference(returns.uuid_for_service_id(service_id) or "", ("transaction_id", str(service_id)))
 
 
 def _destination(key: str, reference: _Reference | None) -> str:
@@ -142,9 +142,9 @@ def browser_return(request: HttpRequest) -> HttpResponse:
         logger.info("browser return without a usable transaction uuid or id")
         return HttpResponseRedirect(_destination("FAILURE_URL", None))
     status = reference.status()
-    if status == callbacks.PUBLIC_SUCCESSFUL:
+    if status == returns.PUBLIC_SUCCESSFUL:
         return HttpResponseRedirect(_destination("SUCCESS_URL", reference))
-    if status == callbacks.PUBLIC_FAILED:
+    if status == returns.PUBLIC_FAILED:
         return HttpResponseRedirect(_destination("FAILURE_URL", reference))
     try:
         waited = max(0, int(request.GET.get("wait", "0")))

@@ -486,7 +486,7 @@ def test_a_malformed_hint_never_refuses_the_callback_it_is_stored_as_not_sent_an
     if hint != "merchant_id":
         assert callback.merchant_id == "community-1"
     assert json.loads(callback.body) == json.loads(dumps(body_for(**change)))
-    assert callback.dedupe_key == callbacks.dedupe_key(UUID, callback.claimed_status)
+    assert callback.dedupe_key == services.dedupe_key(UUID, callback.claimed_status)
     no_worker.assert_called_once_with(callback.pk)
 
 

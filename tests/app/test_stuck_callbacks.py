@@ -26,10 +26,11 @@ from django.db import OperationalError
 from django.test import override_settings
 from django.utils import timezone
 
-from django_paycollect import callbacks, services, tasks
+from django_paycollect import services, tasks
 from django_paycollect.models import ReceivedCallback, Transaction
 from django_paycollect.sandbox.envelope import dumps
 from django_paycollect.schedules import BEAT_SCHEDULE
+from django_paycollect.services import callback_ledger
 from tests.conftest import CALLBACK_TOKEN
 from tests.servers import free_port
 
@@ -142,18 +143,18 @@ def test_a_callback_whose_queueing_failed_is_verified_by_the_next_sweep(
     ):
         assert post(client, txn.uuid).status_code == 200
         # A sweep while the broker is still down leaves it received, with the new reason.
-        assert callbacks.sweep().requeued == [CB.objects.get().pk]
+        assert tasks.sweep().requeued == [CB.objects.get().pk]
     callback = CB.objects.get()
     assert callback.state == CB.RECEIVED
     assert "ConnectionRefusedError: broker down" in callback.error
 
-    result = callbacks.sweep()
+    result = tasks.sweep()
     assert result.requeued == [callback.pk]
     callback.refresh_from_db()
     assert callback.state == CB.PROCESSED
     assert callback.error == ""
     assert signal_log.count("payment_succeeded") == 1
-    assert callbacks.sweep().requeued == []
+    assert tasks.sweep().requeued == []
 
 
 def stored(state: str, due_ago: dt.timedelta | None, **fields: Any) -> ReceivedCallback:
@@ -186,13 +187,13 @@ def test_the_sweep_queues_again_exactly_the_stuck_callbacks(settings):
         stored(CB.DUPLICATE, hour),
         stored(CB.INVALID, hour),
     ]
-    assert set(CB.objects.filter(callbacks.stuck_filter()).values_list("pk", flat=True)) == {
+    assert set(CB.objects.filter(services.stuck_filter()).values_list("pk", flat=True)) == {
         c.pk for c in stuck
     }
-    with mock.patch.object(callbacks, "enqueue") as enqueue:
-        first = callbacks.sweep(limit=3)
-        second = callbacks.sweep()
-        third = callbacks.sweep()
+    with mock.patch.object(tasks, "queue_verification") as enqueue:
+        first = tasks.sweep(limit=3)
+        second = tasks.sweep()
+        third = tasks.sweep()
     oldest_first = [stuck[1].pk, stuck[2].pk, stuck[3].pk]  # due an hour ago, in the order they fell due
     assert first.requeued == oldest_first
     assert second.requeued == [stuck[0].pk]
@@ -291,12 +292,12 @@ def test_a_database_error_is_retried_and_the_callback_left_waiting(where):
             mock.patch.object(tasks.process_callback, "retry", side_effect=Retry("retry", down))
         )
         if where == "verification":
-            stack.enter_context(mock.patch.object(services, "verify_callback", side_effect=down))
+            stack.enter_context(mock.patch.object(callback_ledger, "verify_callback", side_effect=down))
         else:
             stack.enter_context(
-                mock.patch.object(services, "verify_callback", side_effect=RuntimeError("bug"))
+                mock.patch.object(callback_ledger, "verify_callback", side_effect=RuntimeError("bug"))
             )
-            stack.enter_context(mock.patch.object(services, "callback_failed", side_effect=down))
+            stack.enter_context(mock.patch.object(callback_ledger, "callback_failed", side_effect=down))
         tasks.process_callback.push_request(id="t-db-down", retries=0, is_eager=False)
         stack.callback(tasks.process_callback.pop_request)
         with pytest.raises(Retry):

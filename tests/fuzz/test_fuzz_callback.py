@@ -39,7 +39,7 @@ from django.test import Client
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from django_paycollect import callbacks, tasks
+from django_paycollect import callbacks, services, tasks
 from django_paycollect.models import ReceivedCallback
 from django_paycollect.serializers import CALLBACK_FIELDS, looks_like_uuid
 from tests.conftest import CALLBACK_TOKEN
@@ -195,7 +195,7 @@ def check(request: Request, response: Any, ledger: Ledger, delay: mock.MagicMock
         # A status that is missing or malformed is a hint set aside, never a refusal.
         assert row.claimed_status or "transaction_status" in row.hint_errors
         assert all(isinstance(m, str) for messages in row.hint_errors.values() for m in messages)
-        key = callbacks.dedupe_key(row.transaction_uuid, row.claimed_status)
+        key = services.dedupe_key(row.transaction_uuid, row.claimed_status)
         if row.state == ReceivedCallback.QUEUED:
             assert row.dedupe_key == key
             assert delay.call_args == mock.call(row.pk)  # queued after the commit

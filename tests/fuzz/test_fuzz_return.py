@@ -28,7 +28,7 @@ from django.test import Client
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from django_paycollect import callbacks
+from django_paycollect import returns, services
 from django_paycollect.ids import canonical_uuid
 from django_paycollect.models import ApiCall, ReceivedCallback, Transaction
 from tests.hypothesis_profiles import FULL, examples
@@ -63,7 +63,7 @@ def seeded(settings: Any, closed_base_url: str, monkeypatch: pytest.MonkeyPatch)
         "FAILURE_URL": FAILURE_URL,
         "RETURN_TIMEOUT": (0.5, 0.5),
     }
-    monkeypatch.setattr(callbacks, "STATUS_SYNC_INTERVAL", 0)  # every request may fetch: the worst case
+    monkeypatch.setattr(returns, "STATUS_SYNC_INTERVAL", 0)  # every request may fetch: the worst case
     statuses = {PENDING: Transaction.PENDING, SUCCESSFUL: Transaction.SUCCESSFUL, FAILED: Transaction.FAILED}
     for uuid, status in statuses.items():
         Transaction.objects.create(
@@ -78,7 +78,7 @@ def seeded(settings: Any, closed_base_url: str, monkeypatch: pytest.MonkeyPatch)
         transaction_uuid=HEARD_OF,
         claimed_status="SUCCESSFUL",
         merchant_id=COMMUNITY,
-        dedupe_key=callbacks.dedupe_key(HEARD_OF, "SUCCESSFUL"),
+        dedupe_key=services.dedupe_key(HEARD_OF, "SUCCESSFUL"),
     )
     return statuses
 

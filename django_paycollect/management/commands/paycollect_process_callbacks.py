@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from ... import callbacks, reconciliation
+from ... import reconciliation, services
 from ...models import ReceivedCallback
 
 
@@ -76,11 +76,11 @@ class Command(BaseCommand):
             # Failed ones and those asked for by id are verified afresh (now, even if fetched moments
             # ago); the others hand on the question they were queued with.
             afresh = bool(options["failed"] or options["ids"])
-            if not callbacks.requeue(pk, fresh=afresh):
+            state = services.reprocess_callback(pk, afresh=afresh, here=True)
+            if state is None:
                 counts["skipped"] = counts.get("skipped", 0) + 1
                 self.stdout.write(f"{label}: taken by someone else meanwhile; skipped")
                 continue
-            state = callbacks.process_now(pk, force=afresh)
             counts[state] = counts.get(state, 0) + 1
             after = ReceivedCallback.objects.get(pk=pk)
             if state == ReceivedCallback.PROCESSED:
@@ -105,12 +105,12 @@ class Command(BaseCommand):
     def _selected(self, options: dict[str, Any]) -> QuerySet[ReceivedCallback]:
         if options["ids"]:
             return ReceivedCallback.objects.filter(
-                pk__in=options["ids"], state__in=callbacks.REPROCESSABLE_STATES
+                pk__in=options["ids"], state__in=services.REPROCESSABLE_STATES
             )
         if options["failed"]:
             return ReceivedCallback.objects.filter(state=ReceivedCallback.FAILED)
         if options["stuck"]:
-            return ReceivedCallback.objects.filter(callbacks.stuck_filter())
+            return ReceivedCallback.objects.filter(services.stuck_filter())
         if options["older_than"] <= timedelta(0):
             # A callback just stored is being handed to its task right now: not for us to take.
             raise CommandError("--older-than must be more than zero without --stuck, --failed or --ids")

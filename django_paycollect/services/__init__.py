@@ -32,13 +32,13 @@ from typing import Any, Generic, TypeVar, overload
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.db import IntegrityError, router, transaction
-from django.db.models import F, Model, Q
+from django.db.models import Model, Q
 from django.utils import timezone
 from django.utils.translation import gettext
 from rest_framework import serializers as drf_serializers
 
-from . import signals
-from .client import (
+from .. import signals
+from ..client import (
     OPERATIONS,
     AuthenticationError,
     ConnectError,
@@ -54,33 +54,30 @@ from .client import (
     field_errors_from,
     to_piasters,
 )
-from .client import Transaction as FetchedTransaction
-from .client.money import CENT
-from .client.types import (
+from ..client import Transaction as FetchedTransaction
+from ..client.money import CENT
+from ..client.types import (
     DashboardStatistics,
     DirectOrderCreated,
     OperationMessage,
     PaymentStarted,
     PromocodeValidated,
 )
-from .conf import paycollect_settings
-from .crypto import DecryptionError
-from .exceptions import (
+from ..conf import paycollect_settings
+from ..crypto import DecryptionError
+from ..exceptions import (
     NotFound,
     PayCollectConfigurationError,
     PaymentRefused,
     ServiceLayerError,
     ServiceUnavailable,
     ServiceUsageError,
-    describe_error,
 )
-from .ids import canonical_uuid
-from .models import (
+from ..ids import canonical_uuid
+from ..models import (
     ApiCall,
     Community,
     DirectOrder,
-    FetchMark,
-    ReceivedCallback,
     RecurringSeries,
     Refund,
     StatisticsSnapshot,
@@ -88,8 +85,8 @@ from .models import (
     TransactionStatusChange,
     json_safe,
 )
-from .serializers import DirectOrderSerializer, RefundSerializer, StartPaymentSerializer
-from .validators import max_amount
+from ..serializers import DirectOrderSerializer, RefundSerializer, StartPaymentSerializer
+from ..validators import max_amount
 
 logger = logging.getLogger("django_paycollect.services")
 
@@ -1295,207 +1292,6 @@ def fetch_statistics(community_id: str | None = None) -> StatisticsSnapshot:
     )
 
 
-# --- callbacks ----------------------------------------------------------------------------------
-
-
-class FetchDeferred(Exception):
-    """A callback's transaction was fetched for another callback moments ago: verify it again later.
-
-    Raised by :func:`verify_callback` instead of a second fetch within ``CALLBACK_FETCH_INTERVAL``;
-    ``seconds`` is when the next fetch of that transaction is allowed. Not an error: the callback
-    stays queued (``next_attempt_at`` says until when) and the task tries again then.
-    """
-
-    def __init__(self, callback_id: int, uuid: str, seconds: float) -> None:
-        super().__init__(
-            f"callback #{callback_id}: transaction {uuid} was fetched moments ago for another callback; "
-            f"verify again in {seconds:.1f} s"
-        )
-        self.callback_id = callback_id
-        self.uuid = uuid
-        self.seconds = seconds
-
-
-def callback_fetch_interval() -> dt.timedelta:
-    """``PAYCOLLECT["CALLBACK_FETCH_INTERVAL"]``: callbacks fetch a transaction at most once per this long."""
-    return dt.timedelta(seconds=float(paycollect_settings.CALLBACK_FETCH_INTERVAL))
-
-
-#: Added to a deferral, so the deferred verification finds the interval over rather than just not yet.
-_DEFER_MARGIN = 0.25
-
-
-def _claim_fetch(callback_id: int, uuid: str, asked: dt.datetime, *, force: bool) -> dt.datetime:
-    """Take the right to fetch ``uuid`` now (at most once per interval, across processes); returns when
-    it was taken. Raises :class:`FetchDeferred` when another verification took it less than an interval
-    ago (unless ``force``: a person asked), and :class:`~django_paycollect.exceptions.NotFound` when a
-    fetch sent after ``asked`` found that the service does not know the uuid."""
-    now = timezone.now()
-    try:
-        with savepoint_if_atomic(FetchMark):
-            FetchMark.objects.create(uuid=uuid, claimed_at=now)
-        return now  # the first verification of this uuid: one INSERT
-    except IntegrityError:
-        pass
-    mark = FetchMark.objects.filter(uuid=uuid).first()
-    if mark is None:  # pruned a moment ago
-        return _claim_fetch(callback_id, uuid, asked, force=force)
-    if mark.not_found_at is not None and mark.not_found_at >= asked:
-        raise NotFound(
-            {
-                NON_FIELD_ERRORS: [
-                    f"the service does not know it (answered by the fetch sent at "
-                    f"{mark.not_found_at:%Y-%m-%d %H:%M:%S} for another callback)"
-                ]
-            }
-        )
-    interval = callback_fetch_interval()
-    # One conditional UPDATE: of verifications racing for the same uuid, exactly one matches.
-    due = Q() if force else Q(claimed_at__isnull=True) | Q(claimed_at__lte=now - interval)
-    if FetchMark.objects.filter(due, pk=mark.pk).update(claimed_at=now):
-        return now
-    last = FetchMark.objects.values_list("claimed_at", flat=True).get(pk=mark.pk) or now
-    wait = max(0.0, (last + interval - now).total_seconds()) + _DEFER_MARGIN
-    raise FetchDeferred(callback_id, uuid, wait)
-
-
-def callback_fetch_due(uuid: str) -> bool:
-    """Whether a callback may fetch ``uuid`` now: nobody took the right to in the last interval."""
-    claimed_at = FetchMark.objects.filter(uuid=uuid).values_list("claimed_at", flat=True).first()
-    return claimed_at is None or claimed_at <= timezone.now() - callback_fetch_interval()
-
-
-def verify_callback(callback_id: int, *, force: bool = False) -> ReceivedCallback:
-    """Verify a stored callback: fetch its transaction from the service and apply what the service says.
-
-    The callback's claims (status, amount) are never applied; they only say which transaction to
-    fetch. A renewal charge of a recurring series arrives as a new uuid and is created from the
-    fetched object. Idempotent: a callback already processed (a redelivered task, a second click)
-    is left alone. Raises the contract's error when the service cannot be read: the caller retries
-    on :class:`ServiceUnavailable` and otherwise records the failure with :func:`callback_failed`.
-
-    Fetches are bounded per transaction, across processes: a fetch sent after this callback was
-    queued (for another callback, a browser return, a sync) answers it without another one
-    (``Transaction.fetch_sent_at``); otherwise at most one fetch per ``CALLBACK_FETCH_INTERVAL`` is
-    made (:class:`~django_paycollect.models.FetchMark`), and a verification that would make a
-    second raises :class:`FetchDeferred`. So a flood of callbacks claiming distinct statuses of one
-    uuid costs a fetch or two, never one each. ``force`` (a person asked again) fetches within the
-    interval.
-    """
-    with transaction.atomic():
-        callback = ReceivedCallback.objects.select_for_update().get(pk=callback_id)
-        if callback.state in (
-            ReceivedCallback.PROCESSED,
-            ReceivedCallback.DUPLICATE,
-            ReceivedCallback.INVALID,
-        ):
-            return callback
-
-    uuid = callback.transaction_uuid
-    asked = callback.queued_at or callback.received_at
-    known = Transaction.objects.filter(uuid=uuid).first()
-    if known is not None and known.fetch_sent_at is not None and known.fetch_sent_at >= asked:
-        # Fetched after this callback was queued: what the service said then answers it too.
-        when = f"{known.fetch_sent_at:%Y-%m-%d %H:%M:%S}"
-        return _verified(callback, known, f"answered by the fetch sent at {when} (not fetched again)")
-
-    sent_at = _claim_fetch(callback_id, uuid, asked, force=force)
-    task_id = current_task_id.get()
-    ReceivedCallback.objects.filter(pk=callback_id).update(
-        attempts=F("attempts") + 1, **({"task_id": task_id} if task_id else {})
-    )
-    callback.attempts += 1
-    callback.task_id = task_id or callback.task_id
-    community_id = known.community_id if known is not None else community_of(callback.merchant_id)
-    try:
-        txn = _sync(known, uuid, community_id=community_id, source="callback")  # known: looked up above
-    except NotFound:
-        FetchMark.objects.filter(uuid=uuid).filter(
-            Q(not_found_at__isnull=True) | Q(not_found_at__lt=sent_at)
-        ).update(not_found_at=sent_at)
-        raise
-    return _verified(callback, txn)
-
-
-def _verified(callback: ReceivedCallback, txn: Transaction, answered: str = "") -> ReceivedCallback:
-    """Record what verification found (one conditional UPDATE) and return the callback as recorded."""
-    # An API payment's payment_id names the API payment, never a direct order: no lookup for it.
-    if callback.payment_id and txn.direct_order_id is None and txn.payment_for != "API_PAYMENT":
-        _link_direct_order(txn, callback.payment_id)
-
-    notes = [f"service says {txn.service_status or '?'}; transaction is {txn.status}"]
-    if answered:
-        notes.append(answered)
-    if callback.claimed_status and callback.claimed_status != txn.service_status:
-        notes.append(f"the callback claimed {callback.claimed_status}")
-    if callback.merchant_id and callback.merchant_id != txn.community_id:
-        notes.append(f"the callback named community {callback.merchant_id}")
-    if txn.amount_mismatch:
-        notes.append("amount mismatch flagged")
-    if callback.hint_errors:
-        notes.append(f"malformed hints set aside: {', '.join(sorted(callback.hint_errors))}")
-    done = {
-        "transaction": txn,
-        "state": ReceivedCallback.PROCESSED,
-        "processed_at": timezone.now(),
-        "next_attempt_at": None,
-        "outcome": "; ".join(notes),
-        "error": "",
-        "traceback": "",
-    }
-    # One conditional UPDATE: a concurrent run that finished first is left as it recorded.
-    ReceivedCallback.objects.filter(pk=callback.pk).exclude(state=ReceivedCallback.PROCESSED).update(**done)
-    for field, value in done.items():
-        setattr(callback, field, value)
-    return callback
-
-
-def callback_failed(callback_id: int, error: BaseException, traceback_text: str = "") -> None:
-    """Record that a callback could not be verified (shown in the admin; reprocessable)."""
-    secrets = _secrets(None)
-    ReceivedCallback.objects.filter(pk=callback_id).exclude(state=ReceivedCallback.PROCESSED).update(
-        state=ReceivedCallback.FAILED,
-        next_attempt_at=None,
-        error=_without(describe_error(error), secrets)[:2000],
-        traceback=_without(traceback_text, secrets)[-20000:],
-    )
-
-
-def callback_waiting(callback_id: int, seconds: float, *, error: str = "", outcome: str = "") -> None:
-    """Record that a callback's verification is due again in ``seconds`` (a retry, or a deferral) and why.
-
-    The sweep leaves it alone until then (plus ``CALLBACK_REQUEUE_AFTER``); the admin shows why it waits.
-    """
-    changes: dict[str, Any] = {"next_attempt_at": timezone.now() + dt.timedelta(seconds=seconds)}
-    if error:
-        changes["error"] = _without(error, _secrets(None))[:2000]
-    if outcome:
-        changes["outcome"] = outcome[:2000]
-    ReceivedCallback.objects.filter(pk=callback_id, state__in=ReceivedCallback.WAITING_STATES).update(
-        **changes
-    )
-
-
-def community_of(claimed: str) -> str | None:
-    """The claimed community when we know it (settings or a row); otherwise the default one."""
-    if claimed and (
-        claimed == paycollect_settings.COMMUNITY_ID or Community.objects.filter(community_id=claimed).exists()
-    ):
-        return claimed
-    return None
-
-
-def _link_direct_order(txn: Transaction, payment_id: str) -> None:
-    # Only the callback says which order a payment belongs to (the fetched transaction does not);
-    # the transaction itself is verified, and how the service totals discount and VAT is not shown,
-    # so the link is recorded without an amount rule of our own.
-    order = DirectOrder.objects.filter(payment_id=payment_id, community_id=txn.community_id).first()
-    if order is None:
-        return
-    Transaction.objects.filter(pk=txn.pk, direct_order__isnull=True).update(direct_order=order)
-    txn.direct_order = order
-
-
 # --- reconciliation -----------------------------------------------------------------------------
 
 #: A call still "pending" after this long was left by a process that died; no answer will come.
@@ -1586,3 +1382,78 @@ def resolve_refund(refund: Refund, *, succeeded: bool, user: Any = None) -> Refu
             )
         done.save()
     return done
+
+
+# The callback ledger, last: it builds on the functions above.
+from .callback_ledger import (
+    CALLBACK_RETRY_DELAYS as CALLBACK_RETRY_DELAYS,
+)
+from .callback_ledger import (
+    DATABASE_UNAVAILABLE as DATABASE_UNAVAILABLE,
+)
+from .callback_ledger import (
+    REPROCESSABLE_STATES as REPROCESSABLE_STATES,
+)
+from .callback_ledger import (
+    SWEEP_BATCH as SWEEP_BATCH,
+)
+from .callback_ledger import (
+    FetchDeferred as FetchDeferred,
+)
+from .callback_ledger import (
+    StoredCallback as StoredCallback,
+)
+from .callback_ledger import (
+    Sweep as Sweep,
+)
+from .callback_ledger import (
+    Verification as Verification,
+)
+from .callback_ledger import (
+    callback_failed as callback_failed,
+)
+from .callback_ledger import (
+    callback_fetch_due as callback_fetch_due,
+)
+from .callback_ledger import (
+    callback_fetch_interval as callback_fetch_interval,
+)
+from .callback_ledger import (
+    callback_not_queued as callback_not_queued,
+)
+from .callback_ledger import (
+    callback_waiting as callback_waiting,
+)
+from .callback_ledger import (
+    claim_stuck_callbacks as claim_stuck_callbacks,
+)
+from .callback_ledger import (
+    community_of as community_of,
+)
+from .callback_ledger import (
+    dedupe_key as dedupe_key,
+)
+from .callback_ledger import (
+    reprocess_callback as reprocess_callback,
+)
+from .callback_ledger import (
+    requeue_after as requeue_after,
+)
+from .callback_ledger import (
+    requeue_callback as requeue_callback,
+)
+from .callback_ledger import (
+    run_verification as run_verification,
+)
+from .callback_ledger import (
+    store_callback as store_callback,
+)
+from .callback_ledger import (
+    store_invalid_callback as store_invalid_callback,
+)
+from .callback_ledger import (
+    stuck_filter as stuck_filter,
+)
+from .callback_ledger import (
+    verify_callback as verify_callback,
+)

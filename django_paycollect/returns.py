@@ -1,0 +1,107 @@
+"""Browser returns: what the customer's browser brings back after paying, never trusted.
+
+Its uuid (or the service's numeric id of a transaction we stored) only says which transaction to look
+at; the status comes from the service, fetched while the customer waits (short timeout, no retries, at
+most once per ``STATUS_SYNC_INTERVAL`` per transaction), and only a public status is ever shown:
+PENDING, SUCCESSFUL or FAILED.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+from django.core.cache import cache
+
+from . import services
+from .conf import setting
+from .exceptions import NotFound
+from .ids import canonical_uuid
+from .models import ReceivedCallback, Transaction
+
+logger = logging.getLogger("django_paycollect.returns")
+
+#: At most one fetch per transaction in this many seconds from returns and the status endpoint, so
+#: that polling pages (or someone replaying a uuid) cannot make us hammer the service.
+STATUS_SYNC_INTERVAL = 3.0
+
+PUBLIC_PENDING, PUBLIC_SUCCESSFUL, PUBLIC_FAILED = "PENDING", "SUCCESSFUL", "FAILED"
+
+
+def public_status(txn: Transaction | None) -> str:
+    """The only thing a return shows: PENDING, SUCCESSFUL or FAILED (REJECTED and ABANDONED too)."""
+    if txn is None or txn.status in Transaction.OPEN_STATUSES:
+        return PUBLIC_PENDING
+    return PUBLIC_SUCCESSFUL if txn.status == Transaction.SUCCESSFUL else PUBLIC_FAILED
+
+
+def return_timeout() -> tuple[float, float]:
+    connect, read = setting("RETURN_TIMEOUT")
+    return float(connect), float(read)
+
+
+def verified_status(uuid: str) -> str:
+    """The status of transaction ``uuid`` as the service says, for a customer's browser.
+
+    * A transaction of ours still open is fetched (short timeout, at most once per
+      ``STATUS_SYNC_INTERVAL``); when the service is slow or down, it stays PENDING.
+    * A uuid we do not store is fetched only when a callback named it (a direct order's payment,
+      a renewal: they become known by their callback); otherwise it is PENDING, exactly as an open
+      transaction would be, and the service is not asked about uuids we never issued nor heard of.
+    """
+    uuid = canonical_uuid(uuid)
+    txn = Transaction.objects.filter(uuid=uuid).first()
+    if txn is not None and txn.status not in Transaction.OPEN_STATUSES:
+        return public_status(txn)
+    heard_of = None
+    if txn is None:
+        heard_of = (
+            ReceivedCallback.objects.filter(transaction_uuid=uuid)
+            .exclude(state=ReceivedCallback.INVALID)
+            .only("merchant_id")
+            .first()
+        )
+        if heard_of is None:
+            return PUBLIC_PENDING
+    if not _may_fetch(uuid):
+        return public_status(txn)
+    try:
+        txn = services.sync_transaction(
+            txn,
+            uuid=uuid,
+            community_id=services.community_of(heard_of.merchant_id) if heard_of is not None else None,
+            source="return",
+            timeout=return_timeout(),
+            max_network_retries=0,  # the customer is waiting: the page polls instead of us retrying
+        )
+    except NotFound:
+        # The service does not know it: a transaction of ours stays as it is; a uuid we only heard
+        # of from a callback is nobody's payment.
+        return public_status(txn) if txn is not None else PUBLIC_FAILED
+    except Exception as error:  # the customer sees the waiting page, never an error
+        logger.warning("return for %s: the service could not be read (%s)", uuid, type(error).__name__)
+        return public_status(txn)
+    return public_status(txn)
+
+
+def uuid_for_service_id(service_id: int) -> str | None:
+    """The uuid of the one transaction of ours whose service id (Pay's ``transaction_id``, a fetched
+    ``id``) is ``service_id``; None when there is none, or more than one (ids of several environments).
+
+    For the browser return that names a transaction by this id alone. The id is a pointer into what we
+    stored, never trusted further: the status still comes from a fetch, and an id we did not store is
+    not looked up at the service.
+    """
+    found = Transaction.objects.filter(service_id=service_id, uuid__isnull=False).values_list(
+        "uuid", flat=True
+    )
+    uuids = list(found[:2])
+    return uuids[0] if len(uuids) == 1 else None
+
+
+def _may_fetch(uuid: str) -> bool:
+    interval = float(STATUS_SYNC_INTERVAL)
+    if interval <= 0:
+        return True
+    # cache.add is atomic in every backend: one fetch per interval per uuid (per cache).
+    return bool(cache.add(f"paycollect:return-fetch:{uuid.lower()}", True, timeout=math.ceil(interval)))
