@@ -5,7 +5,9 @@ Every operation of :mod:`django_paycollect.services` that does not do what it wa
 
 * :class:`PaymentRefused` (``refused``): refused, by our own checks before anything was stored or sent, or
   by the service's answer; ``message_dict`` names the fields. :class:`NotFound` (``not_found``) is the
-  service saying it does not know the transaction or promocode asked for.
+  service saying it does not know the transaction or promocode asked for. :class:`StateConflict`
+  (``conflict``) is our refusal because of the row's state, not the input's shape (a refund over what is
+  still refundable, a capture of an unpaid transaction, a series already cancelled).
 * :class:`ServiceUnavailable` (``service_unavailable``): the service could not be asked (the request never
   left this machine), or gave no usable answer to a read. Nothing changed at the service: try again later.
 * :class:`PayCollectConfigurationError` (``configuration``): our configuration is missing or wrong (settings,
@@ -35,6 +37,7 @@ __all__ = [
     "ServiceLayerError",
     "ServiceUnavailable",
     "ServiceUsageError",
+    "StateConflict",
     "describe_error",
 ]
 
@@ -82,6 +85,16 @@ class NotFound(PaymentRefused):
     """The service does not know what was asked for: a transaction (by uuid) or a promocode."""
 
     error_code = "not_found"
+
+
+class StateConflict(PaymentRefused):
+    """Refused by our checks because of the state of what it acts on, not because the input is malformed:
+    a capture or refund of a transaction that is not successful, a refund over what is still refundable (or
+    after what is refundable changed), a capture or cancellation already done or under way. Nothing was
+    stored or sent; the same request may succeed once the state changes (a REST API's 409).
+    """
+
+    error_code = "conflict"
 
 
 class ServiceUnavailable(ServiceLayerError):

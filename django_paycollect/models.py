@@ -211,6 +211,15 @@ class Transaction(models.Model):
     merchant_reference = models.CharField(_("merchant reference"), max_length=200, blank=True, db_index=True)
     content_type = models.ForeignKey(ContentType, null=True, blank=True, on_delete=models.SET_NULL)
     object_id = models.CharField(max_length=64, blank=True)
+    #: The user the payment belongs to, set when it is started for one (the REST API's payments).
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("owner"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="paycollect_transactions",
+    )
     merchant_object = GenericForeignKey("content_type", "object_id")
     capture_state = models.CharField(max_length=10, choices=CAPTURE_CHOICES, default=CAPTURE_NONE, blank=True)
     captured_amount = models.DecimalField(default=ZERO, **MONEY)

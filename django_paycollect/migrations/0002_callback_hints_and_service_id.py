@@ -7,6 +7,7 @@ import re
 import sys
 from collections import defaultdict
 
+import django.db.models.deletion
 import django.db.models.functions.text
 import django_paycollect.models
 from django.conf import settings
@@ -171,6 +172,11 @@ class Migration(migrations.Migration):
             model_name='transaction',
             name='succeeded_at',
             field=models.DateTimeField(blank=True, null=True, verbose_name='successful since'),
+        ),
+        migrations.AddField(
+            model_name='transaction',
+            name='owner',
+            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='paycollect_transactions', to=settings.AUTH_USER_MODEL, verbose_name='owner'),
         ),
         migrations.CreateModel(
             name='FetchMark',

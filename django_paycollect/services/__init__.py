@@ -72,6 +72,7 @@ from ..exceptions import (
     ServiceLayerError,
     ServiceUnavailable,
     ServiceUsageError,
+    StateConflict,
 )
 from ..ids import canonical_uuid
 from ..models import (
@@ -675,13 +676,16 @@ def start_payment(
     promocode_id: int | None = None,
     custom_fields: list[Mapping[str, Any]] | None = None,
     language: str | None = None,
+    owner: Any = None,
 ) -> Transaction:
     """Start a payment and return its Transaction, with ``iframe_url`` (or a kiosk ``bill_reference``).
 
     When ``merchant_reference`` already has an open (NEW or PENDING) transaction, that one is
     returned and nothing is charged again. When fees are added in the bill, prepare amount is
     called first and ``amount`` is the cost without fees. ``recurring`` is
-    ``{"expiry_date": date, "minimum_days_between_payments": n}``.
+    ``{"expiry_date": date, "minimum_days_between_payments": n}``. ``owner`` is the user the payment
+    belongs to (the REST API shows a user only their own payments); an existing open transaction is
+    returned whoever owns it, so the caller compares.
     Raises :class:`PaymentRefused` (naming the fields) when the input or the service refuses it;
     after an ambiguous failure the transaction is returned with ``outcome_unknown`` set.
     """
@@ -746,6 +750,7 @@ def start_payment(
                 promocode_id=data["promocode_id"],
                 content_type=ContentType.objects.get_for_model(merchant_object) if merchant_object else None,
                 object_id=str(merchant_object.pk) if merchant_object else "",
+                owner=_user(owner),
             )
     except IntegrityError:
         # Another request started the same reference a moment ago: return that one.
@@ -953,7 +958,7 @@ def capture(txn: Transaction, *, user: Any = None) -> Transaction:
     def claim() -> Transaction:
         found = locked(Transaction, txn.pk)
         if found.status != Transaction.SUCCESSFUL:
-            raise PaymentRefused(
+            raise StateConflict(
                 {"transaction": [f"Only a successful transaction can be captured ({found.status})."]}
             )
         if found.capture_state in (
@@ -961,7 +966,7 @@ def capture(txn: Transaction, *, user: Any = None) -> Transaction:
             Transaction.CAPTURE_PENDING,
             Transaction.CAPTURE_UNKNOWN,
         ):
-            raise PaymentRefused({"transaction": [f"Capture already {found.get_capture_state_display()}."]})
+            raise StateConflict({"transaction": [f"Capture already {found.get_capture_state_display()}."]})
         found.capture_state = Transaction.CAPTURE_PENDING
         found.save(update_fields=["capture_state", "updated_at"])
         return found
@@ -1022,12 +1027,12 @@ def refund(
     def claim() -> Refund:
         found = locked(Transaction, txn.pk)
         if found.status != Transaction.SUCCESSFUL:
-            raise PaymentRefused(
+            raise StateConflict(
                 {"transaction": [f"Only a successful transaction can be refunded ({found.status})."]}
             )
         refundable = found.refundable_amount
         if expected_refundable is not None and expected_refundable != refundable:
-            raise PaymentRefused(
+            raise StateConflict(
                 {
                     "amount": [
                         f"What is still refundable changed from {expected_refundable} to {refundable} "
@@ -1036,11 +1041,9 @@ def refund(
                 }
             )
         if refundable <= 0:
-            raise PaymentRefused({"amount": ["Nothing is left to refund (pending refunds count)."]})
+            raise StateConflict({"amount": ["Nothing is left to refund (pending refunds count)."]})
         if wanted is not None and wanted > refundable:
-            raise PaymentRefused(
-                {"amount": [f"At most {refundable} {found.currency} can still be refunded."]}
-            )
+            raise StateConflict({"amount": [f"At most {refundable} {found.currency} can still be refunded."]})
         return Refund.objects.create(
             transaction=found, amount=refundable if wanted is None else wanted, requested_by=_user(user)
         )
@@ -1090,7 +1093,7 @@ def cancel_recurring(series: RecurringSeries, *, user: Any = None) -> RecurringS
     def claim() -> RecurringSeries:
         found = locked(RecurringSeries, series.pk)
         if found.cancel_state in (RecurringSeries.CANCEL_DONE, RecurringSeries.CANCEL_PENDING):
-            raise PaymentRefused({"series": [f"Series already {found.get_cancel_state_display()}."]})
+            raise StateConflict({"series": [f"Series already {found.get_cancel_state_display()}."]})
         found.cancel_state = RecurringSeries.CANCEL_PENDING
         found.save(update_fields=["cancel_state"])
         return found
