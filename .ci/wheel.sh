@@ -46,6 +46,7 @@ PAYCOLLECT = {
     "CALLBACK_TOKENS": [os.environ.get("PAYCOLLECT_CALLBACK_TOKEN", "a-long-random-callback-token-0123456789")],
     "SUCCESS_URL": "/payments/thanks/",
     "FAILURE_URL": "/payments/failed/",
+    "PAYABLE_RESOLVER": "shop.payables.resolve",
 }
 CELERY_TASK_ALWAYS_EAGER = True
 STATIC_ROOT = BASE_DIR / "static"
@@ -57,7 +58,17 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("paycollect/", include("django_paycollect.urls")),
+    path("api/", include("django_paycollect.api.urls")),
 ]
+PY
+cat >shop/payables.py <<'PY'
+from decimal import Decimal
+
+from django_paycollect.api.payables import Payable
+
+
+def resolve(request, reference):
+    return Payable(amount=Decimal("80.00"), merchant_reference=f"{reference}-{request.user.pk}") if reference == "book" else None
 PY
 cat >shop/celery.py <<'PY'
 import os
@@ -129,6 +140,17 @@ def test_a_payment_is_started_paid_refunded_and_shown(paycollect_sandbox, settin
 
     refund = services.refund(txn, Decimal("50.00"))
     assert refund.state == refund.SUCCEEDED
+
+    # The REST API works without the api extra (drf-spectacular): only the schema needs it.
+    with pytest.raises(ImportError):
+        import drf_spectacular  # noqa: F401
+    started = admin_client.post(
+        "/api/payments/",
+        {"reference": "book", "billing_data": {"name": "Mona Ali", "phone_number": "+201001234567"}},
+        content_type="application/json",
+    )
+    assert started.status_code == 201, started.content
+    assert started.json()["amount"] == "80.00"
 PY
 python -m pytest -q -p no:cacheprovider test_payments.py
 echo "The wheel works in a new project."

@@ -16,6 +16,7 @@ from django.db import DatabaseError
 
 from .client.money import MoneyError, parse_amount, to_piasters
 from .conf import DEFAULTS, paycollect_settings
+from .exceptions import PayCollectConfigurationError
 
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]", "testserver"}
 #: What the amount columns hold (14 digits, 2 of them decimals).
@@ -145,6 +146,34 @@ def check_callbacks_can_be_verified(
             id="paycollect.E009",
         )
     ]
+
+
+@register(Tags.urls)
+def check_api_payable_resolver(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """When the REST API is mounted, its payable hook must be set and importable: without it every
+    payment the API is asked to start would be answered 503."""
+    from django.urls import NoReverseMatch, reverse
+
+    try:
+        reverse("paycollect_api:payment-list")
+    except NoReverseMatch:
+        return []  # the API is not mounted: the hook is not needed
+    from .api.payables import resolver
+
+    try:
+        resolver()
+    except PayCollectConfigurationError as error:
+        return [
+            Error(
+                str(error),
+                hint="Set PAYCOLLECT['PAYABLE_RESOLVER'] to the dotted path of a function (request, "
+                "reference) returning a django_paycollect.api.payables.Payable; see the REST API docs.",
+                id="paycollect.E012",
+            )
+        ]
+    return []
 
 
 def _is_fallback_app(app: Any) -> bool:

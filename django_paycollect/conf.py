@@ -62,6 +62,14 @@ DEFAULTS: dict[str, Any] = {
     # The largest amount a payment, direct order, refund, fee computation or promocode check may name, in any
     # currency: a few digits too many (a typo, a unit mistake) are refused before anything is stored or sent.
     "MAX_AMOUNT": Decimal("1000000.00"),
+    # The REST API (django_paycollect.api): a dotted path to the function that turns a payable reference
+    # sent by a device into what it costs (see the API docs); required when the API is mounted.
+    "PAYABLE_RESOLVER": None,
+    # Requests per user (or per address, anonymous) to start payments and to ask for quotes or promocodes,
+    # as DRF rates ("10/minute"); None for a scope lifts its limit.
+    "API_THROTTLE_RATES": {"paycollect_payments": "10/minute", "paycollect_quotes": "60/minute"},
+    # Payments per page of the API's lists (?page_size= may ask for fewer, or up to 100).
+    "API_PAGE_SIZE": 20,
 }
 
 

@@ -1,0 +1,111 @@
+"""The service layer's error contract, as HTTP answers.
+
+===========================================  ======  =====================================================
+What happened                                Status  Body
+===========================================  ======  =====================================================
+Bad input (ours or the service's refusal)    400     field errors: ``{"billing_data.phone_number": [...]}``
+The state forbids it (``StateConflict``)     409     ``{"code": "conflict", "detail", "field_errors"}``
+Not known (``NotFound``)                     404     ``{"code": "not_found", "detail": ...}``
+Sent, outcome unknown                        202     the resource, its ``state`` ``"unknown"`` (never resent)
+The service unreachable                      503     ``{"code": "service_unavailable", "detail": ...}``
+Our configuration is wrong                   503     ``{"code": "configuration", "detail": ...}`` (logged)
+===========================================  ======  =====================================================
+
+Field paths are the spec's, dotted (``billing_data.phone_number``); errors of no field are under DRF's
+``non_field_errors``. The texts of an unreachable service or a configuration error are ours, never the
+client's: those name hosts and settings the device has no business seeing.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+from django.core.exceptions import NON_FIELD_ERRORS
+from django.utils.translation import gettext_lazy as _
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+
+from ..exceptions import (
+    NotFound,
+    PayCollectConfigurationError,
+    PaymentRefused,
+    ServiceLayerError,
+    ServiceUnavailable,
+    StateConflict,
+)
+from ..serializers import error_messages
+from .payables import PayableRefused
+
+logger = logging.getLogger("django_paycollect.api")
+
+#: Stable codes of the answers that are not field errors (the contract's ``error_code``).
+CONFLICT = StateConflict.error_code
+NOT_FOUND = NotFound.error_code
+SERVICE_UNAVAILABLE = ServiceUnavailable.error_code
+CONFIGURATION = PayCollectConfigurationError.error_code
+
+UNAVAILABLE_TEXT = _("The payment service cannot be reached; nothing was done. Try again in a moment.")
+CONFIGURATION_TEXT = _("Payments are not available right now; the site's staff have been told.")
+
+
+def field_errors(refused: PaymentRefused) -> dict[str, list[str]]:
+    """``{"dotted.path": [texts]}`` of a refusal, ``__all__`` under DRF's non-field key."""
+    if hasattr(refused, "error_dict"):
+        found = refused.message_dict
+    else:
+        found = {NON_FIELD_ERRORS: list(refused.messages)}
+    return {
+        (api_settings.NON_FIELD_ERRORS_KEY if key == NON_FIELD_ERRORS else key): [str(m) for m in messages]
+        for key, messages in found.items()
+    }
+
+
+def invalid(detail: Any) -> Response:
+    """A 400 in the API's one shape from a DRF serializer's nested errors."""
+    flat = error_messages(detail)
+    return Response(
+        {(key or api_settings.NON_FIELD_ERRORS_KEY): messages for key, messages in flat.items()},
+        status=status.HTTP_400_BAD_REQUEST,
+    )
+
+
+def contract_response(error: Exception) -> Response | None:
+    """The answer to an error of the service layer (or of the payable hook); None for any other."""
+    if isinstance(error, PayableRefused):
+        return Response({"reference": [str(error.message)]}, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(error, StateConflict):
+        errors = field_errors(error)
+        detail = " ".join(m for messages in errors.values() for m in messages)
+        return Response(
+            {"code": CONFLICT, "detail": detail, "field_errors": errors}, status=status.HTTP_409_CONFLICT
+        )
+    if isinstance(error, NotFound):
+        return Response(
+            {"code": NOT_FOUND, "detail": " ".join(error.messages)}, status=status.HTTP_404_NOT_FOUND
+        )
+    if isinstance(error, PaymentRefused):
+        return Response(field_errors(error), status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(error, ServiceUnavailable):
+        headers = {}
+        if error.retry_after is not None:
+            headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
+        return Response(
+            {"code": SERVICE_UNAVAILABLE, "detail": str(UNAVAILABLE_TEXT)},
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers=headers,
+        )
+    if isinstance(error, PayCollectConfigurationError):
+        # The site's fault, not the customer's: told to the logs (and error reporting), not the device.
+        logger.error("REST API: the payments configuration is wrong: %s", error, exc_info=error)
+        return Response(
+            {"code": CONFIGURATION, "detail": str(CONFIGURATION_TEXT)},
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+        )
+    if isinstance(error, ServiceLayerError):  # a kind added later: never a 500 with its text
+        return Response(
+            {"code": error.error_code, "detail": " ".join(error.messages)}, status=status.HTTP_400_BAD_REQUEST
+        )
+    return None
