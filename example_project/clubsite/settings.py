@@ -27,6 +27,7 @@ Celery
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,9 @@ INSTALLED_APPS = [
     "django_paycollect",
     "clubsite.members",
 ]
+if importlib.util.find_spec("drf_spectacular") and importlib.util.find_spec("drf_spectacular_sidecar"):
+    # The REST API's schema and its browsable page (the api extra: pip install "django-paycollect[api]").
+    INSTALLED_APPS += ["drf_spectacular", "drf_spectacular_sidecar"]
 if SANDBOX:
     # The whole service, locally: the demo needs no account. Never in a live deployment (the sandbox
     # refuses to start when PAYCOLLECT_DEPLOYMENT=live).
@@ -198,6 +202,27 @@ PAYCOLLECT = {
     # URL names of the members app; the app appends ?transaction_uuid=... (or ?transaction_id=...) to them.
     "SUCCESS_URL": "members:payment_success",
     "FAILURE_URL": "members:payment_failure",
+    # The REST API's payable hook: the single-page checkout names a plan, the price is decided here.
+    "PAYABLE_RESOLVER": "clubsite.members.payables.resolve",
+}
+
+# --- the REST API ----------------------------------------------------------------------------------
+
+REST_FRAMEWORK: dict[str, Any] = {
+    # The checkout page is on this site: Django's session (with its CSRF token) signs its requests in.
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+}
+if "drf_spectacular" in INSTALLED_APPS:
+    REST_FRAMEWORK["DEFAULT_SCHEMA_CLASS"] = "drf_spectacular.openapi.AutoSchema"
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Riverside Club payments API",
+    "DESCRIPTION": "django-paycollect's REST API for single-page and mobile checkouts.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Served from the installed sidecar's static files, never from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 PAYCOLLECT_SANDBOX: dict[str, Any] = {

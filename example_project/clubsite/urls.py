@@ -9,8 +9,20 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # callback/<token>/ (configured at the service), return/ (the customer's browser) and return/status/.
     path("payments/", include("django_paycollect.urls")),
+    # The REST API of single-page and mobile checkouts (the members' checkout page uses it).
+    path("api/", include("django_paycollect.api.urls")),
     path("", include("clubsite.members.urls")),
 ]
+
+if apps.is_installed("drf_spectacular"):
+    # The API's OpenAPI schema and browsable pages of it (from the sidecar's static files: no CDN).
+    from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+    urlpatterns[-1:-1] = [
+        path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+        path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+        path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+    ]
 
 if apps.is_installed("django_paycollect.sandbox"):
     # Then <site>/sandbox is a base URL answering every path of the service (see docs/sandbox.md).

@@ -1,3 +1,4 @@
+from django.contrib.auth.views import LoginView
 from django.urls import path
 
 from . import views
@@ -7,6 +8,9 @@ app_name = "members"
 urlpatterns = [
     path("", views.home, name="home"),
     path("join/", views.join, name="join"),
+    # The single-page checkout on the REST API, for signed-in members.
+    path("checkout/", views.checkout, name="checkout"),
+    path("accounts/login/", LoginView.as_view(template_name="members/login.html"), name="login"),
     path("memberships/<uuid:public_id>/", views.membership_page, name="membership"),
     path("memberships/<uuid:public_id>/pay/", views.pay, name="pay"),
     path("memberships/<uuid:public_id>/details/", views.details, name="details"),

@@ -18,6 +18,7 @@ from django.apps import apps
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
@@ -100,6 +101,20 @@ def site_url(path: str) -> str:
 
 
 @require_safe
+@login_required(login_url="members:login")
+@require_safe
+def checkout(request: HttpRequest) -> HttpResponse:
+    """The single-page checkout: everything after this page is the REST API, called by checkout.js."""
+    context = {
+        "plans": list(Plan),
+        "billings": list(Billing),
+        "methods": list(PayUsing),
+        "api_root": reverse("paycollect_api:payment-list").removesuffix("payments/"),
+        "poll_ms": POLL_MS,
+    }
+    return render(request, "members/checkout.html", context)
+
+
 def home(request: HttpRequest) -> HttpResponse:
     ids = request.session.get(SESSION_KEY, [])
     mine = Membership.objects.filter(public_id__in=ids) if ids else Membership.objects.none()

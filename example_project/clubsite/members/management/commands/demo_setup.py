@@ -4,7 +4,8 @@
   credentials and ``VARIABLE_AMOUNT_ID``), so the site's settings and the sandbox agree.
 * Points that API payment's redirect URL at the payment app's return view and its callback URL at the
   payment app's callback view with the current token: what a merchant enters in the service's dashboard.
-* Creates the demo staff user (a superuser, for the demo only).
+* Creates the demo staff user (a superuser, for the demo only) and a member (not staff) for the single-page
+  checkout on the REST API.
 * Prints the URLs and the credentials.
 
 Running it again is harmless: it keeps the data and sets the same values again.
@@ -24,6 +25,9 @@ from django_paycollect.conf import paycollect_settings
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "demo-password-123"  # noqa: S105 (the demo's published credentials)
+#: A member (not staff) for the single-page checkout, which needs a signed-in user.
+MEMBER_USERNAME = "member"
+MEMBER_PASSWORD = "member-password-123"  # noqa: S105 (the demo's published credentials)
 
 
 class Command(BaseCommand):
@@ -45,6 +49,7 @@ class Command(BaseCommand):
         if sandbox:
             self._seed_sandbox(site, redirect_url, callback_url, reset=options["reset"])
         user = self._demo_user(options["username"], options["password"])
+        self._member()
         self._print(site, sandbox, user, options["password"], redirect_url, callback_url)
 
     # --- the sandbox
@@ -120,6 +125,16 @@ class Command(BaseCommand):
         self.stdout.write(f"Demo user {'created' if created else 'updated'}.")
         return user
 
+    def _member(self) -> Any:
+        user_model = get_user_model()
+        member, _ = user_model._default_manager.get_or_create(
+            **{user_model.USERNAME_FIELD: MEMBER_USERNAME},
+            defaults={"email": "member@example.com", "first_name": "Mona", "last_name": "Ali"},
+        )
+        member.set_password(MEMBER_PASSWORD)
+        member.save()
+        return member
+
     def _print(
         self, site: str, sandbox: bool, user: Any, password: str, redirect_url: str, callback_url: str
     ) -> None:
@@ -129,8 +144,10 @@ class Command(BaseCommand):
             "The club site (an example of django-paycollect)",
             f"  site               {site}/",
             f"  join (checkout)    {site}/join/",
+            f"  API checkout       {site}/checkout/  (member login {MEMBER_USERNAME} / {MEMBER_PASSWORD})",
             f"  invoices (staff)   {site}/invoices/",
             f"  admin              {site}/admin/",
+            f"  REST API docs      {site}/api/docs/",
         ]
         if sandbox:
             lines += [
