@@ -15,6 +15,7 @@
   var state = document.getElementById("payment-state");
   var problem = document.getElementById("problem");
   var polling = null;
+  var quoteAsked = 0;  // only the latest quote is shown, whatever order the answers come back in
 
   function csrfToken() {
     var field = form.querySelector("input[name=csrfmiddlewaretoken]");
@@ -75,8 +76,10 @@
     var wanted = reference();
     if (!wanted) { return; }
     var method = form.querySelector("input[name=pay_using]:checked");
+    var asked = ++quoteAsked;
     quote.textContent = "…";
     call("POST", "quotes/", {reference: wanted, pay_using: method ? method.value : "card"}).then(function (answer) {
+      if (asked !== quoteAsked) { return; }
       if (answer.status !== 200) { quote.textContent = ""; showProblem(answer); return; }
       var q = answer.data;
       quote.innerHTML = "";
