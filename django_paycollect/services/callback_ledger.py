@@ -35,7 +35,9 @@ from ..exceptions import NotFound, ServiceUnavailable, describe_error
 from ..ids import canonical_uuid
 from ..models import Community, DirectOrder, FetchMark, ReceivedCallback, Transaction
 from ..redaction import scrub_error
-from . import _secrets, _sync, _without, current_task_id, savepoint_if_atomic
+from .calls import _secrets, _without, current_task_id
+from .common import savepoint_if_atomic
+from .sync import _sync
 
 logger = logging.getLogger("django_paycollect.callbacks")
 

@@ -306,7 +306,7 @@ def test_a_state_changing_call_never_sent_is_retried(paycollect_live, paid_trans
     real = services.get_client
     down = PayCollectClient(f"http://127.0.0.1:{_closed_port()}", api_key="k", max_network_retries=0)
     clients = iter([down])
-    monkeypatch.setattr(services, "get_client", lambda *a, **kw: next(clients, None) or real(*a, **kw))
+    monkeypatch.setattr(services.calls, "get_client", lambda *a, **kw: next(clients, None) or real(*a, **kw))
     result = run(tasks.refund, "t-refund-down", transaction_id=paid_transaction.pk, amount="25.00")
     assert result["state"] == Refund.SUCCEEDED
     assert [r.error_class for r in calls("refund")] == ["ConnectError", ""]
@@ -322,7 +322,7 @@ def test_a_call_never_sent_is_retried_through_the_broker_when_not_eager(
     paycollect_live, paid_transaction, monkeypatch
 ):
     down = PayCollectClient(f"http://127.0.0.1:{_closed_port()}", api_key="k", max_network_retries=0)
-    monkeypatch.setattr(services, "get_client", lambda *a, **kw: down)
+    monkeypatch.setattr(services.calls, "get_client", lambda *a, **kw: down)
     task = tasks.capture._get_current_object()
     scheduled: list[float | None] = []
 
@@ -368,7 +368,7 @@ def test_a_payment_never_sent_is_retried_and_one_never_answered_is_not(paycollec
     real = services.get_client
     down = PayCollectClient(f"http://127.0.0.1:{_closed_port()}", api_key="k", max_network_retries=0)
     clients = iter([down, down, down, down])
-    monkeypatch.setattr(services, "get_client", lambda *a, **kw: next(clients, None) or real(*a, **kw))
+    monkeypatch.setattr(services.calls, "get_client", lambda *a, **kw: next(clients, None) or real(*a, **kw))
     # Down for longer than the retries: unavailable in the end, nothing ever sent.
     with pytest.raises(ServiceUnavailable):
         run(tasks.start_payment, "t-pay-down", amount="10.00", billing_data=BILLING)

@@ -1,0 +1,232 @@
+"""Pieces every page of the admin shares: outcome messages, links, JSON display, the base classes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
+
+from django.contrib import admin, messages
+from django.contrib.admin.views.main import ChangeList
+from django.contrib.auth import get_permission_codename
+from django.db import transaction
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext
+
+from ..exceptions import ServiceLayerError
+from ..ids import canonical_uuid, looks_like_uuid
+from ..models import (
+    ZERO,
+    Transaction,
+)
+
+if TYPE_CHECKING:
+    from django.contrib.admin import ModelAdmin as ModelAdmin
+    from django.contrib.admin import TabularInline as TabularInline
+else:
+    # django-stubs declares these generic; Django's own classes cannot be subscripted at run time.
+    class ModelAdmin(admin.ModelAdmin):
+        def __class_getitem__(cls, _item: Any) -> type:
+            return cls
+
+    class TabularInline(admin.TabularInline):
+        def __class_getitem__(cls, _item: Any) -> type:
+            return cls
+
+
+_M = TypeVar("_M", bound=Model)
+
+#: How many transactions one refund page handles (one amount field each).
+REFUND_PAGE_LIMIT = 50
+#: How many objects one message names.
+LISTED_ITEMS = 20
+#: Stored callback bodies longer than this are shown as they arrived, not re-indented.
+PRETTY_BODY_CHARS = 32 * 1024
+
+
+class Outcomes:
+    """What one action did to each selected object, reported as messages once at the end."""
+
+    def __init__(self, title: str) -> None:
+        self.title = title
+        self.succeeded: list[str] = []
+        self.failed: list[tuple[str, str]] = []
+        self.unknown: list[str] = []
+        self.notes: list[str] = []
+
+    def refused(self, label: str, error: ServiceLayerError) -> None:
+        """An object the service layer did not act on, and why (the error contract's messages)."""
+        self.failed.append((label, " ".join(error.messages)))
+
+    def report(self, request: HttpRequest) -> None:
+        if self.succeeded:
+            messages.success(
+                request,
+                gettext("%(title)s: %(count)d succeeded (%(which)s).")
+                % {"title": self.title, "count": len(self.succeeded), "which": _listed(self.succeeded)},
+            )
+        if self.unknown:
+            messages.warning(
+                request,
+                gettext(
+                    "%(title)s: outcome unknown for %(count)d (recorded, never resent; "
+                    "reconciliation will fetch the truth): %(which)s."
+                )
+                % {"title": self.title, "count": len(self.unknown), "which": _listed(self.unknown)},
+            )
+        for note in self.notes:
+            messages.warning(request, note)
+        if self.failed:
+            listed = _listed([f"{label}: {why}" for label, why in self.failed], separator="; ")
+            messages.error(
+                request,
+                gettext("%(title)s: %(count)d failed. %(which)s")
+                % {"title": self.title, "count": len(self.failed), "which": listed},
+            )
+
+
+def _listed(items: Sequence[str], separator: str = ", ") -> str:
+    text = separator.join(items[:LISTED_ITEMS])
+    if len(items) > LISTED_ITEMS:
+        text += " " + gettext("(and %(more)d more)") % {"more": len(items) - LISTED_ITEMS}
+    return text
+
+
+def _link(url: str, text: Any) -> SafeString:
+    return format_html('<a href="{}">{}</a>', url, text)
+
+
+def _external_link(url: str) -> SafeString | str:
+    # The link comes from the service: only http(s) becomes clickable, so no javascript: URL runs here.
+    if urlsplit(url).scheme not in ("http", "https"):
+        return url
+    return format_html('<a href="{}" target="_blank" rel="noopener noreferrer">{}</a>', url, url)
+
+
+def displayable(text: str) -> str:
+    """``text`` as a page can carry it: a lone surrogate (from a ``"\\ud800"`` escape in a stored body)
+    cannot be encoded as UTF-8, so it is shown as its escape instead of failing the whole page."""
+    return text.encode("utf-8", errors="backslashreplace").decode("utf-8")
+
+
+def _pretty_json(value: Any) -> SafeString:
+    if value in (None, "", [], {}):
+        return format_html("{}", "—")
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    return format_html("<pre>{}</pre>", displayable(text))
+
+
+def json_display(field: str, description: Any) -> Callable[[Any, Any], SafeString]:
+    """A read-only admin column showing a JSON field pretty-printed (one definition for every model)."""
+
+    @admin.display(description=description)
+    def display(model_admin: Any, obj: Any) -> SafeString:
+        return _pretty_json(getattr(obj, field))
+
+    return display
+
+
+def _change_url(obj: Model) -> str:
+    opts = obj._meta
+    return reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
+
+
+def holding_of(txn: Transaction) -> Decimal:
+    """Refunds pending or of unknown outcome (needs ``Transaction.objects.with_refundable()``)."""
+    # Quantized: SQLite hands sums back as 5 rather than 5.00, and the amounts are compared as text.
+    holding: Decimal = getattr(txn, "holding", None) or ZERO
+    return Decimal(holding).quantize(ZERO)
+
+
+def refund_refusal(txn: Transaction) -> str | None:
+    """Why the refund page offers no amount for ``txn`` (the service would refuse it), or None."""
+    if txn.status != Transaction.SUCCESSFUL:
+        return gettext("Only a successful transaction can be refunded (status %(status)s).") % {
+            "status": txn.status
+        }
+    if txn.refundable_amount <= 0:
+        return gettext("Nothing is left to refund (pending refunds count).")
+    return None
+
+
+# --- shared pieces ---------------------------------------------------------------------------------
+
+
+class DeferringChangeList(ChangeList):
+    """Leaves the model admin's ``changelist_defer`` columns (large JSON) out of changelist queries."""
+
+    def get_queryset(self, request: HttpRequest, *args: Any, **kwargs: Any) -> QuerySet[Any]:
+        queryset = super().get_queryset(request, *args, **kwargs)
+        deferred: Sequence[str] = getattr(self.model_admin, "changelist_defer", ())
+        return queryset.defer(*deferred) if deferred else queryset
+
+
+class PayCollectAdmin(ModelAdmin[_M]):
+    """Read-only by default; changelists count no full result and skip large columns."""
+
+    show_full_result_count = False
+    changelist_defer: Sequence[str] = ()
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return DeferringChangeList
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[_M], search_term: str
+    ) -> tuple[QuerySet[_M], bool]:
+        # A uuid pasted in capitals or without dashes finds what is stored in the canonical form
+        # (as well as anything stored exactly as typed).
+        found, duplicates = super().get_search_results(request, queryset, search_term)
+        canonical = canonical_uuid(search_term.strip()) if looks_like_uuid(search_term) else search_term
+        if canonical != search_term:
+            also, more = super().get_search_results(request, queryset, canonical)
+            found, duplicates = found | also, duplicates or more
+        return found, duplicates
+
+    # Actions run in the changelist view: it must stay out of atomic, even under ATOMIC_REQUESTS.
+    @transaction.non_atomic_requests
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        return super().changelist_view(request, extra_context)
+
+    def _has_perm(self, request: HttpRequest, codename: str) -> bool:
+        return request.user.has_perm(f"{self.opts.app_label}.{codename}")
+
+
+class ReadOnlyInline(TabularInline[_M, Any]):
+    """Rows shown inside their parent's page, visible to whoever may view the parent."""
+
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        parent = self.parent_model._meta
+        return any(
+            request.user.has_perm(f"{parent.app_label}.{get_permission_codename(action, parent)}")
+            for action in ("view", "change")
+        )

@@ -1,0 +1,217 @@
+"""Direct orders: their payments, and the add form that creates one through the service layer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.contrib.admin.utils import flatten_fieldsets
+from django.contrib.auth import get_permission_codename
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.forms import Form
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
+from .. import services
+from ..exceptions import PaymentRefused, ServiceLayerError
+from ..forms import DirectOrderForm, refusal_errors
+from ..models import (
+    DirectOrder,
+    Transaction,
+)
+from .common import (
+    PayCollectAdmin,
+    ReadOnlyInline,
+    _change_url,
+    _external_link,
+    json_display,
+)
+
+# --- direct orders ---------------------------------------------------------------------------------
+
+
+class OrderTransactionInline(ReadOnlyInline[Transaction]):
+    model = Transaction
+    fk_name = "direct_order"
+    fields = readonly_fields = ("uuid", "status", "total_amount", "currency", "created_at")
+    verbose_name_plural = _("payments of this order")
+
+
+# Sections shared by the direct order's add form and its read-only change page.
+_DIRECT_ORDER_CUSTOMER: Any = (
+    _("Customer"),
+    {
+        "fields": (
+            "customer_name",
+            "customer_email",
+            "customer_mobile",
+            "customer_title",
+            "address",
+            "order_description",
+        )
+    },
+)
+_DIRECT_ORDER_OPTIONS: Any = (
+    (
+        _("Recurring"),
+        {"fields": ("allow_recurring_payments", "expiry_date", "minimum_days_between_payments", "paid")},
+    ),
+    (_("Notification"), {"fields": ("send_by_email", "cc_email", "send_by_sms")}),
+    (_("URLs"), {"fields": ("redirect_url", "callback_url")}),
+)
+
+
+@admin.register(DirectOrder)
+class DirectOrderAdmin(PayCollectAdmin[DirectOrder]):
+    list_display = (
+        "name",
+        "customer_email",
+        "order_amount",
+        "state",
+        "payment_link_display",
+        "payment_id",
+        "community_id",
+        "created_by",
+        "created_at",
+    )
+    list_select_related = ("created_by",)
+    list_filter = ("state", "community_id", ("created_at", admin.DateFieldListFilter))
+    search_fields = ("=payment_id", "=merchant_reference", "=customer_email")
+    search_help_text = _("An exact order id, merchant reference or customer e-mail.")
+    changelist_defer = ("raw", "custom_fields", "tags", "order_description", "service_message")
+    inlines = (OrderTransactionInline,)
+    fieldsets = (
+        (
+            _("Order"),
+            {
+                "fields": (
+                    "payment_link_display",
+                    "state",
+                    "service_message",
+                    "payment_id",
+                    "community_id",
+                    "name",
+                    "order_amount",
+                    "discount_amount",
+                    "vat_percentage",
+                    "payment_methods",
+                    "merchant_reference",
+                    "created_by",
+                    "created_at",
+                )
+            },
+        ),
+        _DIRECT_ORDER_CUSTOMER,
+        (_("Custom fields and tags"), {"fields": ("custom_fields_display", "tags_display")}),
+        *_DIRECT_ORDER_OPTIONS,
+        (_("As the service answered"), {"fields": ("raw_display",)}),
+    )
+    readonly_fields = tuple(flatten_fieldsets(fieldsets))
+    add_fieldsets: Sequence[tuple[Any, dict[str, Any]]] = (
+        (
+            None,
+            {
+                "fields": (
+                    "community_id",
+                    "name",
+                    "amount",
+                    "currency",
+                    "discount_amount",
+                    "vat_percentage",
+                    "payment_methods",
+                    "merchant_reference",
+                )
+            },
+        ),
+        _DIRECT_ORDER_CUSTOMER,
+        (_("Custom fields and tags"), {"fields": ("custom_fields", "tags")}),
+        *_DIRECT_ORDER_OPTIONS,
+    )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return self._has_perm(request, get_permission_codename("add", self.opts))
+
+    @admin.display(description=_("amount"), ordering="amount")
+    def order_amount(self, obj: DirectOrder) -> str:
+        return f"{obj.amount} {obj.currency}"
+
+    @admin.display(description=_("payment link"))
+    def payment_link_display(self, obj: DirectOrder) -> SafeString | str:
+        return _external_link(obj.payment_link) if obj.payment_link else "—"
+
+    custom_fields_display = json_display("custom_fields", _("custom field definitions"))
+
+    tags_display = json_display("tags", _("tags"))
+
+    raw_display = json_display("raw", _("service's answer"))
+
+    # The order is created on the service, never inside changeform_view's atomic block.
+    @transaction.non_atomic_requests
+    def add_view(
+        self, request: HttpRequest, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        form = DirectOrderForm(request.POST if request.method == "POST" else None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                order = services.create_direct_order(user=request.user, **form.service_fields())
+            except PaymentRefused as refused:
+                form.add_service_errors(refusal_errors(refused))
+            except ServiceLayerError as error:
+                form.add_error(None, error.messages)
+            else:
+                return self._created(request, order)
+        return self._render_add_form(request, form, form_url, extra_context)
+
+    def _created(self, request: HttpRequest, order: DirectOrder) -> HttpResponse:
+        self.log_addition(request, order, [{"added": {}}])
+        if order.state == DirectOrder.CREATED:
+            messages.success(
+                request,
+                format_html(
+                    "{} {}",
+                    gettext("Direct order created on the service. Payment link:"),
+                    _external_link(order.payment_link),
+                ),
+            )
+        else:
+            messages.warning(
+                request,
+                gettext(
+                    "The service gave no clear answer: the order may exist there. It is recorded with "
+                    "its outcome unknown; check the service's dashboard before creating it again."
+                ),
+            )
+        return HttpResponseRedirect(_change_url(order))
+
+    def _render_add_form(
+        self, request: HttpRequest, form: Form, form_url: str, extra_context: dict[str, Any] | None
+    ) -> HttpResponse:
+        # The stubs ask for a ModelForm; the admin's helpers use only the Form API.
+        admin_form = helpers.AdminForm(form, list(self.add_fieldsets), {}, model_admin=self)  # type: ignore[arg-type]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": gettext("Add %(name)s") % {"name": self.opts.verbose_name},
+            "subtitle": None,
+            "adminform": admin_form,
+            "object_id": None,
+            "original": None,
+            "is_popup": False,
+            "to_field": None,
+            "media": self.media + admin_form.media,
+            "inline_admin_formsets": [],
+            "errors": helpers.AdminErrorList(form, []),  # type: ignore[arg-type]
+            "preserved_filters": self.get_preserved_filters(request),
+            # One button: the view creates the order and then shows it.
+            "show_save_and_add_another": False,
+            "show_save_and_continue": False,
+            **(extra_context or {}),
+        }
+        return self.render_change_form(request, context, add=True, form_url=form_url)

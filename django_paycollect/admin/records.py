@@ -1,0 +1,187 @@
+"""Records kept for people: API calls (envelopes), refunds, statistics snapshots."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html_join
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
+from .. import services
+from ..dashboard import RefundCommunityListFilter
+from ..exceptions import ServiceLayerError
+from ..models import (
+    ApiCall,
+    Refund,
+    StatisticsSnapshot,
+)
+from .common import (
+    Outcomes,
+    PayCollectAdmin,
+    _change_url,
+    _link,
+    json_display,
+)
+
+# --- records: API calls, refunds, statistics ----------------------------------------------------------
+
+
+@admin.register(ApiCall)
+class ApiCallAdmin(PayCollectAdmin[ApiCall]):
+    list_display = (
+        "created_at",
+        "operation",
+        "community_id",
+        "method",
+        "path",
+        "http_status",
+        "code",
+        "error_class",
+        "outcome_unknown",
+        "duration_ms",
+        "attempts",
+        "transaction",
+    )
+    list_select_related = ("transaction",)
+    list_filter = (
+        "operation",
+        "error_class",
+        "outcome_unknown",
+        "community_id",
+        ("created_at", admin.DateFieldListFilter),
+    )
+    search_fields = ("=transaction__uuid", "=task_id")
+    search_help_text = _("An exact transaction uuid or Celery task id.")
+    changelist_defer = (
+        "request_body",
+        "data",
+        "errors",
+        "body_excerpt",
+        "message",
+        "error_message",
+        "transaction__raw",
+        "transaction__custom_fields",
+    )
+    fields = readonly_fields = (
+        "created_at",
+        "operation",
+        "community_id",
+        "method",
+        "path",
+        "sent",
+        "http_status",
+        "code",
+        "message",
+        "errors_display",
+        "error_class",
+        "error_message",
+        "body_excerpt",
+        "outcome_unknown",
+        "duration_ms",
+        "attempts",
+        "task_id",
+        "related_links",
+        "request_body_display",
+        "data_display",
+        "count",
+        "next",
+        "previous",
+    )
+
+    request_body_display = json_display(
+        "request_body", _("request body (secrets removed, personal data masked)")
+    )
+
+    data_display = json_display("data", _("data"))
+
+    errors_display = json_display("errors", _("errors"))
+
+    @admin.display(description=_("concerns"))
+    def related_links(self, obj: ApiCall) -> SafeString | str:
+        related = [r for r in (obj.transaction, obj.direct_order, obj.refund, obj.series) if r is not None]
+        if not related:
+            return "—"
+        return format_html_join(", ", '<a href="{}">{}</a>', ((_change_url(r), r) for r in related))
+
+
+@admin.register(Refund)
+class RefundAdmin(PayCollectAdmin[Refund]):
+    list_display = ("created_at", "transaction", "amount", "state", "requested_by", "completed_at", "error")
+    list_select_related = ("transaction", "requested_by")
+    list_filter = ("state", RefundCommunityListFilter, ("created_at", admin.DateFieldListFilter))
+    search_fields = ("=transaction__uuid",)
+    search_help_text = _("An exact transaction uuid.")
+    changelist_defer = ("transaction__raw", "transaction__custom_fields")
+    fields = readonly_fields = (
+        "transaction_link",
+        "amount",
+        "state",
+        "requested_by",
+        "service_message",
+        "error",
+        "created_at",
+        "completed_at",
+    )
+
+    @admin.display(description=_("transaction"))
+    def transaction_link(self, obj: Refund) -> SafeString:
+        return _link(_change_url(obj.transaction), obj.transaction)
+
+    # --- settling by hand what fetching cannot tell (the spec's transaction shows no refunds)
+
+    actions = ("settle_succeeded", "settle_failed")
+
+    def has_refund_permission(self, request: HttpRequest) -> bool:
+        return self._has_perm(request, "refund_transaction")
+
+    @admin.action(
+        description=_("Settle by hand: the refund happened (checked on the service's dashboard)"),
+        permissions=["refund"],
+    )
+    def settle_succeeded(self, request: HttpRequest, queryset: QuerySet[Refund]) -> None:
+        self._settle(request, queryset, succeeded=True)
+
+    @admin.action(description=_("Settle by hand: the refund did not happen"), permissions=["refund"])
+    def settle_failed(self, request: HttpRequest, queryset: QuerySet[Refund]) -> None:
+        self._settle(request, queryset, succeeded=False)
+
+    def _settle(self, request: HttpRequest, queryset: QuerySet[Refund], *, succeeded: bool) -> None:
+        outcomes = Outcomes(gettext("Settle refund"))
+        for refund in queryset.select_related("transaction"):
+            try:
+                services.resolve_refund(refund, succeeded=succeeded, user=request.user)
+            except ServiceLayerError as error:
+                outcomes.refused(str(refund), error)
+                continue
+            outcomes.succeeded.append(str(refund))
+        outcomes.report(request)
+
+
+@admin.register(StatisticsSnapshot)
+class StatisticsSnapshotAdmin(PayCollectAdmin[StatisticsSnapshot]):
+    list_display = (
+        "community_id",
+        "taken_at",
+        "balance",
+        "total_settled",
+        "total_number_of_transactions",
+        "total_collected_transactions",
+        "weekly_collected_transactions",
+    )
+    list_filter = ("community_id", ("taken_at", admin.DateFieldListFilter))
+    changelist_defer = ("raw",)
+    fields = readonly_fields = (
+        "community_id",
+        "taken_at",
+        "balance",
+        "total_settled",
+        "total_number_of_transactions",
+        "total_collected_transactions",
+        "weekly_collected_transactions",
+        "raw_display",
+    )
+
+    raw_display = json_display("raw", _("as the service answered"))

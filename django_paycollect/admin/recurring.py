@@ -1,0 +1,174 @@
+"""Recurring series: their charges, and cancelling them (also from a transaction's page)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.admin import helpers
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
+from .. import services
+from ..exceptions import ServiceLayerError
+from ..models import (
+    RecurringSeries,
+    Transaction,
+)
+from .common import (
+    Outcomes,
+    PayCollectAdmin,
+    ReadOnlyInline,
+    _change_url,
+    _link,
+    json_display,
+)
+
+
+def cancel_refusal(series: RecurringSeries) -> str | None:
+    """Why cancelling ``series`` would be refused before anything is sent, or None."""
+    if series.cancel_state in (RecurringSeries.CANCEL_DONE, RecurringSeries.CANCEL_PENDING):
+        return gettext("Series already %(state)s.") % {"state": series.get_cancel_state_display()}
+    return None
+
+
+def confirm_cancel_recurring(
+    model_admin: PayCollectAdmin[Any],
+    request: HttpRequest,
+    queryset: QuerySet[Any],
+    series: Sequence[RecurringSeries],
+    unrelated: Sequence[str],
+) -> TemplateResponse | None:
+    """Like Django's delete confirmation: the series and what stops first; cancel once confirmed.
+
+    ``queryset`` is what was selected in the changelist (transactions or series), posted back as is;
+    ``unrelated`` labels selected transactions that belong to no series.
+    """
+    if request.POST.get("post") == "yes":
+        outcomes = Outcomes(gettext("Cancel recurring"))
+        outcomes.failed += [(label, gettext("not part of a recurring series")) for label in unrelated]
+        cancel_series(request, series, outcomes)
+        outcomes.report(request)
+        return None  # back to the changelist
+    parents = {
+        txn.uuid: txn
+        for txn in Transaction.objects.filter(uuid__in=[one.parent_uuid for one in series]).only(
+            "pk", "uuid", "customer_name", "customer_email", "total_amount", "currency"
+        )
+    }
+    rows = [
+        {
+            "series": one,
+            "parent": parents.get(one.parent_uuid),
+            "url": _change_url(one),
+            "refusal": cancel_refusal(one),
+        }
+        for one in series
+    ]
+    cancellable = sum(1 for row in rows if row["refusal"] is None)
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": gettext("Cancel recurring series"),
+        "subtitle": None,
+        "opts": model_admin.opts,
+        "rows": rows,
+        "unrelated": unrelated,
+        "cancellable": cancellable,
+        "queryset": queryset,
+        "action_name": request.POST.get("action", ""),
+        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        "media": model_admin.media,
+    }
+    request.current_app = model_admin.admin_site.name
+    return TemplateResponse(request, "admin/paycollect/cancel_recurring_confirmation.html", context)
+
+
+def cancel_series(request: HttpRequest, series: Iterable[RecurringSeries], outcomes: Outcomes) -> None:
+    for one in series:
+        label = one.parent_uuid
+        try:
+            result = services.cancel_recurring(one, user=request.user)
+        except ServiceLayerError as error:
+            outcomes.refused(label, error)
+            continue
+        if result.cancel_state == RecurringSeries.CANCEL_UNKNOWN:
+            outcomes.unknown.append(label)
+        else:
+            outcomes.succeeded.append(label)
+
+
+# --- recurring series ------------------------------------------------------------------------------
+
+
+class ChargeInline(ReadOnlyInline[Transaction]):
+    model = Transaction
+    fk_name = "series"
+    fields = readonly_fields = (
+        "uuid",
+        "transaction_order",
+        "status",
+        "total_amount",
+        "currency",
+        "created_at",
+    )
+    verbose_name_plural = _("charges")
+
+
+@admin.register(RecurringSeries)
+class RecurringSeriesAdmin(PayCollectAdmin[RecurringSeries]):
+    list_display = (
+        "parent_uuid",
+        "community_id",
+        "active",
+        "cancel_state",
+        "recurring_count",
+        "minimum_days_between_payments",
+        "expiry_date",
+        "cancelled_at",
+        "cancelled_by",
+        "created_at",
+    )
+    list_select_related = ("cancelled_by",)
+    list_filter = ("active", "cancel_state", "community_id")
+    search_fields = ("=parent_uuid",)
+    changelist_defer = ("raw",)
+    actions = ("cancel",)
+    inlines = (ChargeInline,)
+    fields = readonly_fields = (
+        "parent_uuid",
+        "parent_transaction_link",
+        "community_id",
+        "active",
+        "cancel_state",
+        "recurring_count",
+        "minimum_days_between_payments",
+        "expiry_date",
+        "cancelled_at",
+        "cancelled_by",
+        "last_synced_at",
+        "created_at",
+        "raw_display",
+    )
+
+    @admin.display(description=_("parent transaction"))
+    def parent_transaction_link(self, obj: RecurringSeries) -> SafeString | str:
+        if obj.parent_transaction_id is None:
+            return obj.parent_uuid
+        return _link(
+            reverse("admin:paycollect_transaction_change", args=[obj.parent_transaction_id]), obj.parent_uuid
+        )
+
+    raw_display = json_display("raw", _("as the service last said"))
+
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        return self._has_perm(request, "cancel_recurringseries")
+
+    @admin.action(description=_("Cancel the series (stop future charges)…"), permissions=["cancel"])
+    def cancel(self, request: HttpRequest, queryset: QuerySet[RecurringSeries]) -> HttpResponse | None:
+        return confirm_cancel_recurring(self, request, queryset, list(queryset), [])

@@ -1,0 +1,305 @@
+"""Calling the client: every call recorded as an ApiCall, the error contract, and the guarded write."""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from django.core.exceptions import NON_FIELD_ERRORS
+from django.db import transaction
+from django.db.models import Model, Q
+
+from ..client import (
+    OPERATIONS,
+    AuthenticationError,
+    ConnectError,
+    Envelope,
+    NotFoundError,
+    OutcomeUnknownError,
+    PayCollectClient,
+    PayCollectError,
+    RateLimitError,
+    ServerError,
+    UnexpectedResponseError,
+    ValidationError,
+)
+from ..conf import paycollect_settings
+from ..exceptions import (
+    NotFound,
+    PayCollectConfigurationError,
+    PaymentRefused,
+    ServiceLayerError,
+    ServiceUnavailable,
+)
+from ..models import (
+    ApiCall,
+    json_safe,
+)
+from .common import _require_autocommit
+from .config import CommunityConfig, get_client
+
+C = TypeVar("C")
+R = TypeVar("R")
+T = TypeVar("T")
+
+
+#: Celery task id of the task calling the service layer, stored on each ApiCall (set by tasks).
+current_task_id: contextvars.ContextVar[str] = contextvars.ContextVar("paycollect_task_id", default="")
+
+
+# --- recording API calls ------------------------------------------------------------------
+
+_PII_KEYS = {
+    "name": "name",  # billing_data.name only (see _mask_body)
+    "email": "email",
+    "phone_number": "phone",
+    "customer_name": "name",
+    "customer_email": "email",
+    "customer_mobile": "phone",
+    "cc_email": "email",
+    "phone": "phone",
+    "address": "text",
+}
+
+
+def mask(value: Any, kind: str) -> Any:
+    """``Mona Ali`` -> ``M*** A***``; ``mona@example.com`` -> ``m***@example.com``; phones keep 4 digits."""
+    if not isinstance(value, str) or not value:
+        return value
+    if kind == "email" and "@" in value:
+        local, _, domain = value.partition("@")
+        return f"{local[:1]}***@{domain}"
+    if kind == "phone":
+        return f"{value[:3]}***{value[-4:]}" if len(value) > 8 else "***"
+    if kind == "name":
+        return " ".join(f"{part[:1]}***" for part in value.split())
+    return "***"
+
+
+def _mask_body(body: Any, *, inside_billing: bool = False) -> Any:
+    if isinstance(body, Mapping):
+        out = {}
+        for key, value in body.items():
+            kind = _PII_KEYS.get(key)
+            if key == "name" and not inside_billing:
+                kind = None  # an order's or a community's name is not personal data
+            if key == "billing_data":
+                out[key] = _mask_body(value, inside_billing=True)
+            elif kind:
+                out[key] = mask(value, kind)
+            else:
+                out[key] = _mask_body(value)
+        return out
+    if isinstance(body, list):
+        return [_mask_body(item) for item in body]
+    return body
+
+
+def _without(value: Any, secrets: tuple[str, ...]) -> Any:
+    """Remove secret values wherever they appear, in case the service echoes one back."""
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret and secret in value:
+                value = value.replace(secret, "***")
+        return value
+    if isinstance(value, Mapping):
+        return {k: _without(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without(v, secrets) for v in value]
+    return value
+
+
+def _secrets(config: CommunityConfig | None) -> tuple[str, ...]:
+    values = [config.api_key, config.basic_credentials] if config else []
+    values += [str(t) for t in paycollect_settings.CALLBACK_TOKENS or []]
+    echoed = paycollect_settings.CALLBACK_SECRET or []
+    values += [echoed] if isinstance(echoed, str) else [str(v) for v in echoed]
+    return tuple(v for v in values if v)
+
+
+def _record(
+    operation: str,
+    config: CommunityConfig | None,
+    *,
+    envelope: Envelope[Any] | None = None,
+    error: PayCollectError | None = None,
+    links: Mapping[str, Model | None] | None = None,
+) -> ApiCall:
+    call = envelope.call if envelope is not None else (error.call if error is not None else None)
+    op = OPERATIONS[operation]
+    secrets = _secrets(config)
+    body: Any = None
+    if call is not None and paycollect_settings.STORE_REQUEST_BODIES:
+        body = call.request_body
+        if paycollect_settings.REDACT_PII:
+            body = _mask_body(body)
+        body = _without(json_safe(body), secrets)
+    answer = envelope if envelope is not None else (error.envelope if error is not None else None)
+    errors: Any = answer.errors if answer is not None else []
+    if isinstance(error, ValidationError) and not error.sent:
+        errors = [error.field_errors]
+    row = ApiCall(
+        operation=operation,
+        community_id=config.community_id if config else "",
+        method=call.method if call else op.method,
+        path=(call.path if call else op.path)[:500],
+        request_body=body,
+        # Whether it may have reached the service: a ConnectError never left this machine.
+        sent=call is not None and not isinstance(error, ConnectError),
+        http_status=call.http_status if call else None,
+        code=answer.code if answer is not None else None,
+        message=_without(answer.message, secrets) if answer is not None else "",
+        errors=_without(json_safe(errors), secrets),
+        data=_without(json_safe(answer.data), secrets) if answer is not None else None,
+        count=answer.count if answer is not None else None,
+        next=answer.next or "" if answer is not None else "",
+        previous=answer.previous or "" if answer is not None else "",
+        error_class=type(error).__name__ if error is not None else "",
+        error_message=_without(str(error), secrets) if error is not None else "",
+        body_excerpt=error.body_excerpt if error is not None else "",
+        outcome_unknown=bool(error is not None and error.outcome_unknown),
+        duration_ms=round(call.duration * 1000) if call else None,
+        attempts=call.attempts if call else 0,
+        task_id=current_task_id.get(),
+        **{name: obj for name, obj in (links or {}).items()},
+    )
+    row.save()
+    return row
+
+
+@dataclass(frozen=True)
+class Sent(Generic[T]):
+    """What one call of the client came to: its envelope or the client's error, and its ApiCall row."""
+
+    envelope: Envelope[T] | None
+    error: PayCollectError | None
+    call: ApiCall
+
+    @property
+    def unknown(self) -> bool:
+        """Sent, and no usable answer came back: a state-changing call may have taken effect."""
+        return self.error is not None and self.error.outcome_unknown
+
+    @property
+    def error_text(self) -> str:
+        return str(self.error)[:2000] if self.error is not None else ""
+
+
+def _invoke(
+    operation: str,
+    config: CommunityConfig | None,
+    call: Callable[[], Envelope[T]],
+    *,
+    links: Mapping[str, Model | None] | None = None,
+) -> Sent[T]:
+    """Call the client once; record the ApiCall whatever happens; return the envelope or the error."""
+    try:
+        envelope = call()
+    except PayCollectError as exc:
+        return Sent(None, exc, _record(operation, config, error=exc, links=links))
+    return Sent(envelope, None, _record(operation, config, envelope=envelope, links=links))
+
+
+#: Client errors that say "not now": the request never left, or a read got no usable answer.
+_UNAVAILABLE = (ConnectError, OutcomeUnknownError, ServerError, RateLimitError, UnexpectedResponseError)
+
+
+def contract_error(error: PayCollectError, *, record: Any = None) -> ServiceLayerError:
+    """The service layer's error for a client error (see :mod:`django_paycollect.exceptions`).
+
+    One table for every operation: a request that never left, or a read without a usable answer, is
+    :class:`ServiceUnavailable`; the service's refusal (400, a failure envelope) is :class:`PaymentRefused`
+    naming the fields, a 404 :class:`NotFound`; credentials the service refuses, or a client missing
+    them, are :class:`PayCollectConfigurationError`. ``record`` is the row the operation left. Raise it
+    ``from error``, so the client's error stays readable as ``__cause__``.
+    """
+    if isinstance(error, _UNAVAILABLE):
+        retry_after = error.retry_after if isinstance(error, RateLimitError) else None
+        return ServiceUnavailable(str(error), retry_after=retry_after, record=record)
+    if isinstance(error, ValidationError) and error.field_errors:
+        return PaymentRefused(error.field_errors, record=record)
+    if isinstance(error, NotFoundError):
+        return NotFound({NON_FIELD_ERRORS: [str(error)]}, record=record)
+    # The service refused our credentials, or the client has none for this operation (nothing sent).
+    unconfigured = error.call is None and not isinstance(error, ValidationError)
+    if isinstance(error, AuthenticationError) or unconfigured:
+        refused = PayCollectConfigurationError(str(error))
+        refused.record = record
+        return refused
+    # Always a dict, so callers can read ``message_dict``; errors of no field go under "__all__".
+    return PaymentRefused({NON_FIELD_ERRORS: [str(error)]}, record=record)
+
+
+def _read(
+    operation: str,
+    config: CommunityConfig,
+    call: Callable[[], Envelope[T]],
+    *,
+    links: Mapping[str, Model | None] | None = None,
+) -> tuple[Envelope[T], ApiCall]:
+    """A read: call once (the client retries reads itself), record it, raise the contract's error."""
+    sent = _invoke(operation, config, call, links=links)
+    if sent.error is not None:
+        raise contract_error(sent.error) from sent.error
+    assert sent.envelope is not None
+    return sent.envelope, sent.call
+
+
+def guarded_write(
+    operation: str,
+    *,
+    config: Callable[[C], CommunityConfig | None],
+    claim: Callable[[], C],
+    send: Callable[[PayCollectClient, C], Envelope[T]],
+    links: Callable[[C], Mapping[str, Model | None]],
+    record: Callable[[C, Sent[T]], R],
+) -> R:
+    """The one shape of every state-changing operation (pay, direct order, capture, refund, cancel
+    recurring, create community), so that none sends twice or forgets what it sent:
+
+    1. ``claim()``, in a database transaction committed before anything is sent: lock the row, check the
+       operation may start (raising :class:`PaymentRefused`) and mark it pending, or return the row just
+       created. A second caller is then refused under the lock instead of sending again.
+       ``config(claimed)``, the community's credentials, is read in the same transaction: when they are
+       missing, the claim is rolled back rather than left pending.
+    2. ``send(client, claimed)``: the request, once, with no lock held and no transaction open, recorded
+       as an ApiCall whatever happens (``links(claimed)`` are its foreign keys).
+    3. ``record(claimed, sent)``, in another transaction: lock the row again (:func:`locked`) and record
+       what the call came to, queueing the signals for after the commit. Returns the operation's row.
+
+    Then the contract: succeeded, or sent without a usable answer (outcome unknown), the row is
+    returned, its state saying which; refused by the service, or never sent, the contract's error is
+    raised (:func:`contract_error`) with the row as ``record``.
+    """
+    _require_autocommit(operation)
+    with transaction.atomic():
+        claimed = claim()
+        community = config(claimed)
+    client = get_client(community)
+    sent = _invoke(operation, community, lambda: send(client, claimed), links=links(claimed))
+    with transaction.atomic():
+        row = record(claimed, sent)
+    if sent.error is not None and not sent.unknown:
+        raise contract_error(sent.error, record=row) from sent.error
+    return row
+
+
+#: Operations that change state at the service: never sent twice.
+STATE_CHANGING = tuple(name for name, op in OPERATIONS.items() if op.changes_state)
+
+
+def sent_by_task(task_id: str) -> ApiCall | None:
+    """The first state-changing call a Celery task (by its id) made that may have taken effect at the
+    service: it succeeded, or its outcome is unknown.
+
+    A broker may deliver one message twice (a worker lost, a visibility timeout): the second delivery
+    asks this first, and returns what that call left instead of sending again. A call the service
+    refused, or that never left this machine, did nothing there and does not count.
+    """
+    if not task_id:
+        return None
+    calls = ApiCall.objects.filter(task_id=task_id, operation__in=STATE_CHANGING)
+    # Succeeded or of unknown outcome; a refusal, or a request that never left, did nothing there.
+    return calls.filter(Q(error_class="") | Q(outcome_unknown=True)).order_by("pk").first()

@@ -1,0 +1,117 @@
+"""Which community, with which credentials, and a pooled client for it."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass
+
+from django.utils.translation import gettext
+
+from ..client import (
+    PayCollectClient,
+)
+from ..conf import paycollect_settings
+from ..crypto import DecryptionError
+from ..exceptions import (
+    PayCollectConfigurationError,
+)
+from ..models import (
+    Community,
+)
+
+# --- configuration and clients ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CommunityConfig:
+    """Credentials of one community: from a Community row, or from PAYCOLLECT for the default one."""
+
+    community_id: str
+    api_key: str
+    basic_credentials: str
+    variable_amount_id: int | None
+
+    def __repr__(self) -> str:  # never show the secrets
+        return f"CommunityConfig({self.community_id!r})"
+
+
+def community_config(community_id: str | None = None) -> CommunityConfig:
+    default_id = paycollect_settings.COMMUNITY_ID
+    wanted = community_id or default_id
+    if not wanted:
+        raise PayCollectConfigurationError("settings.PAYCOLLECT['COMMUNITY_ID'] is required")
+    row = Community.objects.filter(community_id=wanted).first()
+    if row is not None and row.api_key_encrypted:
+        try:
+            return CommunityConfig(wanted, row.api_key, row.basic_credentials, row.variable_amount_id)
+        except DecryptionError:
+            raise PayCollectConfigurationError(
+                gettext("The stored API key cannot be decrypted (see system check paycollect.E005).")
+            ) from None
+    if wanted == default_id:
+        basic = paycollect_settings.BASIC_CREDENTIALS or ""
+        if isinstance(basic, (tuple, list)):
+            basic = ":".join(basic)
+        return CommunityConfig(
+            wanted,
+            paycollect_settings.require("API_KEY"),
+            basic,
+            paycollect_settings.VARIABLE_AMOUNT_ID or (row.variable_amount_id if row else None),
+        )
+    raise PayCollectConfigurationError(
+        f"community {wanted} has no Community row with an API key and is not PAYCOLLECT['COMMUNITY_ID']"
+    )
+
+
+_clients = threading.local()
+
+
+def get_client(
+    config: CommunityConfig | None,
+    *,
+    timeout: tuple[float, float] | None = None,
+    max_network_retries: int | None = None,
+) -> PayCollectClient:
+    """A client for the community, one per thread and configuration so connections are pooled.
+
+    Without a community (``None``: creating a community needs no key), a client without credentials.
+    """
+    timeout = tuple(timeout or paycollect_settings.TIMEOUT)
+    retries = paycollect_settings.MAX_NETWORK_RETRIES if max_network_retries is None else max_network_retries
+    api_key = config.api_key if config else ""
+    basic_credentials = config.basic_credentials if config else ""
+    fingerprint = hashlib.sha256(
+        "\x00".join(
+            map(
+                str,
+                (
+                    paycollect_settings.require("BASE_URL"),
+                    api_key,
+                    basic_credentials,
+                    timeout,
+                    retries,
+                    paycollect_settings.PROMOCODE_METHOD,
+                ),
+            )
+        ).encode()
+    ).hexdigest()
+    cache: dict[str, PayCollectClient] = getattr(_clients, "cache", None) or {}
+    _clients.cache = cache
+    client = cache.get(fingerprint)
+    if client is None and len(cache) >= 32:
+        # Settings changed many times (tests, key rotation): drop the old pools.
+        for stale in cache.values():
+            stale.close()
+        cache.clear()
+    if client is None:
+        client = PayCollectClient(
+            paycollect_settings.BASE_URL,
+            api_key=api_key or None,
+            basic_credentials=basic_credentials or None,
+            timeout=timeout,
+            max_network_retries=retries,
+            promocode_method=paycollect_settings.PROMOCODE_METHOD,
+        )
+        cache[fingerprint] = client
+    return client

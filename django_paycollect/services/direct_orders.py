@@ -1,0 +1,123 @@
+"""Direct orders: created once, through the guarded write."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import signals
+from ..client import (
+    Envelope,
+    PayCollectClient,
+)
+from ..client.types import (
+    DirectOrderCreated,
+)
+from ..models import (
+    DirectOrder,
+    json_safe,
+)
+from ..serializers import DirectOrderSerializer
+from .calls import Sent, guarded_write
+from .common import _after_commit, _require_autocommit, _user, _validated, locked, money_argument
+from .config import community_config
+
+
+def create_direct_order(*, user: Any = None, **fields: Any) -> DirectOrder:
+    """Create a direct order on the service; returns it with ``payment_link`` (or flagged unknown).
+
+    ``fields`` are the spec's Direct order fields (see ``DirectOrderSerializer``); ``recurring`` is
+    ``{"expiry_date": ..., "minimum_days_between_payments": ...}``. Returns the order, CREATED or
+    UNKNOWN; refused, :class:`PaymentRefused` (the REJECTED order as ``record`` when the service refused
+    it); never sent, :class:`ServiceUnavailable`.
+    """
+    _require_autocommit("create_direct_order")
+    for name in ("amount", "discount_amount", "vat_percentage"):
+        if name in fields:
+            fields[name] = money_argument(
+                fields[name], name, required=name == "amount", maximum=name != "vat_percentage"
+            )
+    data = _validated(DirectOrderSerializer, fields)
+    config = community_config(data.pop("community_id"))
+    terms = data.pop("recurring")
+    order = DirectOrder.objects.create(
+        community_id=config.community_id,
+        name=data["name"],
+        amount=data["amount"],
+        currency=data["currency"],
+        discount_amount=data["discount_amount"],
+        discount_currency=data["currency"] if data["discount_amount"] is not None else "",
+        vat_percentage=data["vat_percentage"],
+        payment_methods=data["payment_methods"],
+        customer_name=data["customer_name"],
+        customer_email=data["customer_email"],
+        customer_mobile=data["customer_mobile"],
+        customer_title=data["customer_title"],
+        address=data["address"],
+        order_description=data["order_description"],
+        custom_fields=json_safe(data["custom_fields"]),
+        tags=data["tags"],
+        allow_recurring_payments=bool(terms),
+        expiry_date=terms["expiry_date"] if terms else None,
+        minimum_days_between_payments=terms["minimum_days_between_payments"] if terms else None,
+        send_by_email=data["send_by_email"],
+        cc_email=data["cc_email"],
+        send_by_sms=data["send_by_sms"],
+        redirect_url=data["redirect_url"],
+        callback_url=data["callback_url"],
+        paid=data["paid"],
+        merchant_reference=data["merchant_reference"],
+        created_by=_user(user),
+    )
+
+    def send(client: PayCollectClient, order: DirectOrder) -> Envelope[DirectOrderCreated]:
+        return client.create_direct_order(
+            name=order.name,
+            community_id=config.community_id,
+            amount=order.amount,
+            currency=order.currency,
+            payment_methods=order.payment_methods,
+            customer_name=order.customer_name,
+            customer_email=order.customer_email,
+            customer_mobile=order.customer_mobile,
+            discount_amount=order.discount_amount,
+            allow_recurring_payments=True if terms else None,
+            expiry_date=order.expiry_date,
+            minimum_days_between_payments=order.minimum_days_between_payments,
+            custom_fields=data["custom_fields"] or None,
+            order_description=order.order_description or None,
+            address=order.address or None,
+            customer_title=order.customer_title or None,
+            vat_percentage=order.vat_percentage,
+            send_by_email=order.send_by_email or None,
+            cc_email=order.cc_email or None,
+            send_by_sms=order.send_by_sms or None,
+            redirect_url=order.redirect_url or None,
+            callback_url=order.callback_url or None,
+            paid=order.paid or None,
+            tags=order.tags or None,
+        )
+
+    def record(order: DirectOrder, sent: Sent[DirectOrderCreated]) -> DirectOrder:
+        order = locked(DirectOrder, order.pk)
+        if sent.envelope is not None:
+            created = sent.envelope.result
+            order.state = DirectOrder.CREATED
+            order.payment_id = created.payment_id or ""
+            order.payment_link = created.payment_link or ""
+            order.service_message = created.message or ""
+            order.raw = json_safe(sent.envelope.data)
+            _after_commit(signals.direct_order_created, sender=DirectOrder, direct_order=order)
+        else:
+            order.state = DirectOrder.UNKNOWN if sent.unknown else DirectOrder.REJECTED
+            order.service_message = sent.error_text
+        order.save()
+        return order
+
+    return guarded_write(
+        "create_direct_order",
+        config=lambda _: config,
+        claim=lambda: order,  # created above, NEW until the service answers
+        send=send,
+        links=lambda order: {"direct_order": order},
+        record=record,
+    )

@@ -1,0 +1,156 @@
+"""Refunds, in three phases, and settling one of unknown outcome by hand."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.utils import timezone
+
+from .. import signals
+from ..client.types import (
+    OperationMessage,
+)
+from ..exceptions import (
+    PaymentRefused,
+    StateConflict,
+)
+from ..models import (
+    Refund,
+    Transaction,
+)
+from ..serializers import RefundSerializer
+from .calls import Sent, guarded_write
+from .common import (
+    STALE_IN_FLIGHT,
+    _after_commit,
+    _locked,
+    _require_autocommit,
+    _user,
+    _validated,
+    locked,
+    money_argument,
+)
+from .config import community_config
+
+
+def refund(
+    txn: Transaction,
+    amount: Decimal | None = None,
+    *,
+    user: Any = None,
+    expected_refundable: Decimal | None = None,
+) -> Refund:
+    """Refund ``amount`` (default: all that is still refundable) of a successful transaction.
+
+    Three phases so that no race refunds more than was paid: (1) lock the transaction, check the
+    amount against what is still refundable counting pending and unknown refunds, record the
+    refund as pending, commit; (2) call the service; (3) lock again and record the result. An
+    ambiguous failure leaves the refund "unknown" for reconciliation; it is never resent.
+    ``expected_refundable`` is what the caller showed the user: when it changed meanwhile (a
+    second click, another refund), the refund is refused under the lock instead of doubled.
+
+    Returns the refund, succeeded or unknown. Refused by our checks, :class:`PaymentRefused` and no
+    refund is stored; refused by the service, :class:`PaymentRefused` with the failed refund as
+    ``record`` (``refund_failed`` is sent); never sent, :class:`ServiceUnavailable`, the failed refund
+    as ``record``.
+    """
+    _require_autocommit("refund")
+    expected_refundable = money_argument(
+        expected_refundable, "expected_refundable", required=False, maximum=False
+    )
+    wanted = _validated(RefundSerializer, {"amount": money_argument(amount, "amount", required=False)})[
+        "amount"
+    ]
+
+    def claim() -> Refund:
+        found = locked(Transaction, txn.pk)
+        if found.status != Transaction.SUCCESSFUL:
+            raise StateConflict(
+                {"transaction": [f"Only a successful transaction can be refunded ({found.status})."]}
+            )
+        refundable = found.refundable_amount
+        if expected_refundable is not None and expected_refundable != refundable:
+            raise StateConflict(
+                {
+                    "amount": [
+                        f"What is still refundable changed from {expected_refundable} to {refundable} "
+                        f"{found.currency} meanwhile (another refund?); nothing was sent."
+                    ]
+                }
+            )
+        if refundable <= 0:
+            raise StateConflict({"amount": ["Nothing is left to refund (pending refunds count)."]})
+        if wanted is not None and wanted > refundable:
+            raise StateConflict({"amount": [f"At most {refundable} {found.currency} can still be refunded."]})
+        return Refund.objects.create(
+            transaction=found, amount=refundable if wanted is None else wanted, requested_by=_user(user)
+        )
+
+    def record(pending: Refund, sent: Sent[OperationMessage]) -> Refund:
+        paid = locked(Transaction, txn.pk)  # the transaction first, as every refund path locks them
+        done = locked(Refund, pending.pk)
+        done.completed_at = timezone.now()
+        if sent.envelope is not None:
+            done.state = Refund.SUCCEEDED
+            done.service_message = sent.envelope.result.message or ""
+            paid.refunded_amount += done.amount
+            paid.save(update_fields=["refunded_amount", "updated_at"])
+            _after_commit(signals.refund_succeeded, sender=Refund, refund=done, transaction=paid)
+        elif sent.unknown:
+            done.state = Refund.UNKNOWN
+            done.error = sent.error_text
+        else:
+            done.state = Refund.FAILED
+            done.error = sent.error_text
+            _after_commit(
+                signals.refund_failed, sender=Refund, refund=done, transaction=paid, error=done.error
+            )
+        done.save()
+        return done
+
+    return guarded_write(
+        "refund",
+        config=lambda pending: community_config(pending.transaction.community_id),
+        claim=claim,
+        send=lambda client, pending: client.refund(
+            transaction_uuid=pending.transaction.uuid or "", refund_amount=pending.amount
+        ),
+        links=lambda pending: {"transaction": pending.transaction, "refund": pending},
+        record=record,
+    )
+
+
+def resolve_refund(refund: Refund, *, succeeded: bool, user: Any = None) -> Refund:
+    """Settle a refund of unknown outcome by hand, after checking the service's dashboard.
+
+    The spec's transaction shows no refunds, so fetching cannot tell whether it happened. A refund
+    still PENDING after :data:`STALE_IN_FLIGHT` was left by a process that died mid-call and is
+    settled the same way; a younger one may still be waiting for its answer.
+    """
+    with _locked(Transaction, refund.transaction_id) as locked:
+        done = Refund.objects.select_for_update().get(pk=refund.pk)
+        stale = done.state == Refund.PENDING and done.created_at < timezone.now() - STALE_IN_FLIGHT
+        if done.state != Refund.UNKNOWN and not stale:
+            raise PaymentRefused(
+                {
+                    "refund": [
+                        f"Only a refund of unknown outcome or long pending is settled by hand ({done.state})."
+                    ]
+                }
+            )
+        done.completed_at = timezone.now()
+        who = getattr(_user(user), "get_username", lambda: "someone")()
+        done.error = f"resolved by hand by {who}"
+        if succeeded:
+            done.state = Refund.SUCCEEDED
+            locked.refunded_amount += done.amount
+            locked.save(update_fields=["refunded_amount", "updated_at"])
+            _after_commit(signals.refund_succeeded, sender=Refund, refund=done, transaction=locked)
+        else:
+            done.state = Refund.FAILED
+            _after_commit(
+                signals.refund_failed, sender=Refund, refund=done, transaction=locked, error=done.error
+            )
+        done.save()
+    return done

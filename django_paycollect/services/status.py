@@ -1,0 +1,82 @@
+"""The status machine: a transaction's status only moves forward, each change recorded."""
+
+from __future__ import annotations
+
+import logging
+
+from django.utils import timezone
+
+from .. import signals
+from ..models import (
+    Transaction,
+    TransactionStatusChange,
+)
+from .common import _after_commit
+
+logger = logging.getLogger("django_paycollect.services")
+
+
+# --- the status machine -------------------------------------------------------------------
+
+_RANK = {
+    Transaction.NEW: 0,
+    Transaction.PENDING: 1,
+    Transaction.FAILED: 2,
+    Transaction.REJECTED: 2,
+    Transaction.ABANDONED: 2,
+    Transaction.SUCCESSFUL: 3,
+}
+
+
+def apply_status(txn: Transaction, reported: str, *, source: str) -> bool:
+    """Move ``txn`` (locked by the caller) to the status the service reported, if that is forward.
+
+    An unknown status is kept in ``service_status`` and flagged, never applied and never dropped.
+    SUCCESSFUL is final: no late or forged message moves it back. FAILED may still become
+    SUCCESSFUL, so a late payment after a failed attempt is recorded, not lost.
+    Returns True when the status changed; the signals follow after the commit.
+    """
+    txn.service_status = reported
+    txn.status_unrecognised = reported not in Transaction.KNOWN_SERVICE_STATUSES
+    if txn.status_unrecognised:
+        logger.warning("transaction %s: unrecognised status %r kept, not applied", txn.uuid, reported)
+        return False
+    before = txn.status
+    if _RANK[reported] <= _RANK[before]:
+        return False  # same or backward: a late, duplicated or forged message
+    txn.status = reported
+    TransactionStatusChange.objects.create(
+        transaction=txn, from_status=before, to_status=reported, service_status=reported, source=source
+    )
+    _after_commit(
+        signals.transaction_status_changed,
+        transaction=txn,
+        from_status=before,
+        to_status=reported,
+        source=source,
+    )
+    if reported == Transaction.SUCCESSFUL:
+        txn.succeeded_at = timezone.now()  # the day the money came in, for the dashboard's figures
+        _after_commit(signals.payment_succeeded, transaction=txn)
+        if txn.series_id and txn.parent_uuid and txn.parent_uuid != txn.uuid:
+            _after_commit(signals.recurring_charge_succeeded, transaction=txn, series=txn.series)
+    elif reported == Transaction.FAILED:
+        _after_commit(signals.payment_failed, transaction=txn)
+    return True
+
+
+def _set_local_status(txn: Transaction, status: str, *, source: str) -> None:
+    before = txn.status
+    if before == status:
+        return
+    txn.status = status
+    TransactionStatusChange.objects.create(
+        transaction=txn, from_status=before, to_status=status, source=source
+    )
+    _after_commit(
+        signals.transaction_status_changed,
+        transaction=txn,
+        from_status=before,
+        to_status=status,
+        source=source,
+    )

@@ -1,0 +1,171 @@
+"""Fetching a transaction and applying what the service says (callbacks, returns, admin, reconciliation)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from .. import signals
+from ..client import Transaction as FetchedTransaction
+from ..conf import paycollect_settings
+from ..exceptions import (
+    ServiceUsageError,
+)
+from ..ids import canonical_uuid
+from ..models import (
+    RecurringSeries,
+    Transaction,
+    json_safe,
+)
+from .calls import _read
+from .common import _after_commit
+from .config import community_config, get_client
+from .status import apply_status
+
+
+def sync_transaction(
+    txn: Transaction | None = None,
+    *,
+    uuid: str | None = None,
+    community_id: str | None = None,
+    source: str = "sync",
+    timeout: tuple[float, float] | None = None,
+    max_network_retries: int | None = None,
+) -> Transaction:
+    """Fetch the transaction from the service and apply what it says (never what a message claimed).
+
+    Given only a ``uuid`` we do not store yet (a renewal charge, a payment started elsewhere), the
+    transaction is created from the fetched object and linked to its recurring series. When the
+    fetched community, amount or currency differs from what we stored, the transaction is flagged
+    and ``amount_mismatch_detected`` is sent instead of applying the status.
+    Raises :class:`ServiceUnavailable` when the service cannot be read (the caller decides to retry),
+    :class:`NotFound` when it does not know the uuid.
+    ``timeout`` and ``max_network_retries`` override the settings (a waiting customer: short, none).
+    """
+    uuid = canonical_uuid(uuid) if uuid else uuid
+    if txn is None:
+        if not uuid:
+            raise ValueError("sync_transaction needs a transaction or a uuid")
+        txn = Transaction.objects.filter(uuid=uuid).first()
+    return _sync(
+        txn,
+        uuid,
+        community_id=community_id,
+        source=source,
+        timeout=timeout,
+        max_network_retries=max_network_retries,
+    )
+
+
+def _sync(
+    txn: Transaction | None,
+    uuid: str | None,
+    *,
+    community_id: str | None,
+    source: str,
+    timeout: tuple[float, float] | None = None,
+    max_network_retries: int | None = None,
+) -> Transaction:
+    """:func:`sync_transaction` once the stored transaction (or its absence) is known."""
+    if txn is not None and not txn.uuid:
+        raise ServiceUsageError("this transaction was never accepted by the service: nothing to fetch")
+    wanted_uuid = txn.uuid if txn is not None else uuid
+    assert wanted_uuid
+    config = community_config(txn.community_id if txn is not None else community_id)
+    client = get_client(config, timeout=timeout, max_network_retries=max_network_retries)
+    sent_at = timezone.now()
+    envelope, api_call = _read(
+        "get_transaction",
+        config,
+        lambda: client.get_transaction(community_id=config.community_id, transaction_uuid=wanted_uuid),
+        links={"transaction": txn},
+    )
+    fetched = envelope.result
+
+    with transaction.atomic():
+        if txn is None:
+            txn = _create_from_fetched(config.community_id, wanted_uuid, fetched)
+            api_call.transaction = txn
+            api_call.save(update_fields=["transaction"])
+        txn = Transaction.objects.select_for_update().get(pk=txn.pk)
+        txn.raw = json_safe(envelope.data)
+        txn.last_synced_at = timezone.now()
+        # What the service said is at least as new as this: it answers every callback queued before.
+        txn.fetch_sent_at = max(sent_at, txn.fetch_sent_at or sent_at)
+        txn.service_id = fetched.id or txn.service_id
+        _link_series(txn, fetched)
+        differences = _differences(txn, fetched)
+        if differences:
+            if not txn.amount_mismatch:
+                txn.amount_mismatch = True
+                _after_commit(signals.amount_mismatch_detected, transaction=txn, differences=differences)
+            txn.service_status = fetched.status or ""
+        else:
+            if fetched.status:
+                apply_status(txn, fetched.status, source=source)
+            txn.outcome_unknown = False
+        txn.save()
+    return txn
+
+
+def _differences(txn: Transaction, fetched: FetchedTransaction) -> dict[str, tuple[Any, Any]]:
+    """What the service says that contradicts what we asked for (the community is in the fetch's path)."""
+    differences: dict[str, tuple[Any, Any]] = {}
+    amount = fetched.total_amount
+    # A promocode lowers the amount by a value only the service knows, so only a higher amount is wrong.
+    expected_exactly = txn.promocode_id is None
+    if amount is not None and (
+        amount > txn.total_amount or (expected_exactly and amount != txn.total_amount)
+    ):
+        differences["total_amount"] = (str(txn.total_amount), str(amount))
+    if fetched.total_amount_currency and fetched.total_amount_currency != txn.currency:
+        differences["currency"] = (txn.currency, fetched.total_amount_currency)
+    return differences
+
+
+def _create_from_fetched(community_id: str, uuid: str, fetched: FetchedTransaction) -> Transaction:
+    amount = fetched.total_amount if fetched.total_amount is not None else Decimal("0.00")
+    txn, _ = Transaction.objects.get_or_create(
+        uuid=uuid,
+        defaults={
+            "community_id": community_id,
+            "service_id": fetched.id,
+            "total_amount": amount,
+            "currency": fetched.total_amount_currency or paycollect_settings.DEFAULT_CURRENCY,
+            "total_amount_piasters": fetched.total_amount_piasters,
+            "payment_for": fetched.payment_for or "",
+            "member_id": fetched.member_id or "",
+            "custom_fields": json_safe(fetched.custom_fields_json) or [],
+            "status": Transaction.NEW,
+        },
+    )
+    return txn
+
+
+def _link_series(txn: Transaction, fetched: FetchedTransaction) -> None:
+    info = fetched.recurring
+    if info is None or not info.parent_transaction:
+        return
+    parent_uuid = canonical_uuid(info.parent_transaction)
+    series, _ = RecurringSeries.objects.select_for_update().get_or_create(
+        parent_uuid=parent_uuid, defaults={"community_id": txn.community_id}
+    )
+    if parent_uuid == txn.uuid:
+        series.parent_transaction = txn
+    series.expiry_date = info.expiry_date or series.expiry_date
+    series.minimum_days_between_payments = (
+        info.minimum_days_between_payments or series.minimum_days_between_payments
+    )
+    if info.recurring_count is not None:
+        series.recurring_count = max(series.recurring_count, info.recurring_count)
+    if info.active is not None and series.cancel_state != RecurringSeries.CANCEL_DONE:
+        series.active = info.active
+    series.raw = json_safe(dict(info.extra) | {"type": info.type})
+    series.last_synced_at = timezone.now()
+    series.save()
+    txn.series = series
+    txn.parent_uuid = parent_uuid
+    txn.transaction_order = info.transaction_order
