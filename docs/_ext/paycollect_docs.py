@@ -115,7 +115,7 @@ def _check_ids() -> set[str]:
 
 
 def _task_names() -> set[str]:
-    source = (PACKAGE / "tasks.py").read_text()
+    source = "\n".join(path.read_text() for path in sorted((PACKAGE / "tasks").glob("*.py")))
     return set(re.findall(r"""shared_task\(\s*name=["']([^"']+)["']""", source))
 
 

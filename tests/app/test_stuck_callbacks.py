@@ -190,7 +190,7 @@ def test_the_sweep_queues_again_exactly_the_stuck_callbacks(settings):
     assert set(CB.objects.filter(services.stuck_filter()).values_list("pk", flat=True)) == {
         c.pk for c in stuck
     }
-    with mock.patch.object(tasks, "queue_verification") as enqueue:
+    with mock.patch.object(tasks.callbacks, "queue_verification") as enqueue:
         first = tasks.sweep(limit=3)
         second = tasks.sweep()
         third = tasks.sweep()

@@ -1,0 +1,38 @@
+"""Reconciliation and pruning."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import shared_task
+
+from .. import reconciliation
+from .delivery import _REDELIVERABLE, _task_id
+
+logger = logging.getLogger("django_paycollect.tasks")
+
+
+@shared_task(name="paycollect.reconcile", **_REDELIVERABLE)
+def reconcile(self: Any, community_id: str | None = None, older_than: str = "30m") -> dict[str, Any]:
+    """Settle what is uncertain (see ``reconciliation.reconcile``); returns the summary."""
+    with _task_id(self):
+        summary = reconciliation.reconcile(
+            community_id=community_id, older_than=reconciliation.parse_age(older_than)
+        )
+    for line in summary.lines():
+        logger.info("%s", line)
+    return summary.as_dict()
+
+
+@shared_task(name="paycollect.prune", **_REDELIVERABLE)
+def prune(
+    self: Any, older_than: str = "90d", include_unprocessed: bool = False, batch_size: int = 5000
+) -> dict[str, Any]:
+    """Delete old ApiCall and ReceivedCallback rows in batches (see ``reconciliation.prune``)."""
+    result = reconciliation.prune(
+        reconciliation.parse_age(older_than, allow_zero=False),
+        include_unprocessed=include_unprocessed,
+        batch_size=batch_size,
+    )
+    return result.as_dict()

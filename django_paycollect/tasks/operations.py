@@ -1,0 +1,223 @@
+"""One task per operation of the service layer: the reads, then the state-changing ones."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from celery import shared_task
+from django.apps import apps
+
+from .. import services
+from ..client import Logo
+from ..exceptions import PaymentRefused
+from ..models import (
+    RecurringSeries,
+    StatisticsSnapshot,
+    Transaction,
+)
+from .delivery import (
+    _READ,
+    _WRITE,
+    _decimal,
+    _money,
+    _order_result,
+    _read,
+    _refund_result,
+    _series_result,
+    _transaction_result,
+    _user,
+    _write,
+)
+
+logger = logging.getLogger("django_paycollect.tasks")
+
+# --- reads -------------------------------------------------------------------------------------
+
+
+@shared_task(name="paycollect.prepare_amount", **_READ)
+def prepare_amount(
+    self: Any,
+    amount: str,
+    currency: str | None = None,
+    payment_method: str | None = None,
+    community_id: str | None = None,
+) -> str:
+    """The total with the service's fees for ``amount``, as a string."""
+    total = _read(
+        self,
+        lambda: services.prepare_amount(
+            _decimal(amount, "amount"),
+            currency=currency,
+            payment_method=payment_method,
+            community_id=community_id,
+        ),
+    )
+    return str(total)
+
+
+@shared_task(name="paycollect.sync_transaction", **_READ)
+def sync_transaction(
+    self: Any,
+    transaction_id: int | None = None,
+    uuid: str | None = None,
+    community_id: str | None = None,
+) -> dict[str, Any]:
+    """Fetch a transaction (by primary key, or by uuid) and apply what the service says."""
+    known = Transaction.objects.get(pk=transaction_id) if transaction_id is not None else None
+    txn = _read(self, lambda: services.sync_transaction(known, uuid=uuid, community_id=community_id))
+    return _transaction_result(txn)
+
+
+@shared_task(name="paycollect.validate_promocode", **_READ)
+def validate_promocode(
+    self: Any,
+    name: str,
+    amount: str,
+    phone_number: str,
+    currency: str | None = None,
+    payment_for: str = "API_PAYMENT",
+    community_id: str | None = None,
+    variable_amount_id: int | None = None,
+) -> dict[str, Any]:
+    """Check a promocode; pass ``promocode_id`` of the result to ``start_payment``."""
+    result = _read(
+        self,
+        lambda: services.validate_promocode(
+            name,
+            amount=_decimal(amount, "amount"),
+            phone_number=phone_number,
+            currency=currency,
+            payment_for=payment_for,
+            community_id=community_id,
+            variable_amount_id=variable_amount_id,
+        ),
+    )
+    return {"value": _money(result.value), "currency": result.currency, "promocode_id": result.promocode_id}
+
+
+@shared_task(name="paycollect.fetch_statistics", **_READ)
+def fetch_statistics(self: Any, community_id: str | None = None) -> dict[str, Any]:
+    """Read the dashboard statistics and keep them as a StatisticsSnapshot."""
+    snapshot: StatisticsSnapshot = _read(self, lambda: services.fetch_statistics(community_id))
+    return {
+        "snapshot_id": snapshot.pk,
+        "community_id": snapshot.community_id,
+        "balance": _money(snapshot.balance),
+        "total_settled": _money(snapshot.total_settled),
+        "total_number_of_transactions": snapshot.total_number_of_transactions,
+    }
+
+
+# --- state-changing operations -----------------------------------------------------------------------
+
+
+@shared_task(name="paycollect.start_payment", **_WRITE)
+def start_payment(
+    self: Any,
+    amount: str,
+    billing_data: Mapping[str, str],
+    merchant_object: Sequence[Any] | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Start a payment. ``merchant_object`` is ``["app_label.model", pk]``; other keywords are those of
+    ``services.start_payment`` in JSON form (``recurring={"expiry_date": "2026-01-31", ...}``).
+    """
+    obj = None
+    if merchant_object:
+        label, pk = merchant_object
+        obj = apps.get_model(label)._default_manager.get(pk=pk)
+
+    def call() -> dict[str, Any]:
+        txn = services.start_payment(
+            amount=_decimal(amount, "amount"), billing_data=billing_data, merchant_object=obj, **options
+        )
+        return _transaction_result(txn)
+
+    return _write(self, call)
+
+
+@shared_task(name="paycollect.create_direct_order", **_WRITE)
+def create_direct_order(self: Any, user_id: Any = None, **fields: Any) -> dict[str, Any]:
+    """Create a direct order; ``fields`` as for ``services.create_direct_order``, amounts as strings."""
+    return _write(self, lambda: _order_result(services.create_direct_order(user=_user(user_id), **fields)))
+
+
+@shared_task(name="paycollect.capture", **_WRITE)
+def capture(self: Any, transaction_id: int, user_id: Any = None) -> dict[str, Any]:
+    """Capture a successful transaction."""
+
+    def call() -> dict[str, Any]:
+        txn = Transaction.objects.get(pk=transaction_id)
+        return _transaction_result(services.capture(txn, user=_user(user_id)))
+
+    return _write(self, call)
+
+
+@shared_task(name="paycollect.refund", **_WRITE)
+def refund(
+    self: Any,
+    transaction_id: int,
+    amount: str | None = None,
+    user_id: Any = None,
+    expected_refundable: str | None = None,
+) -> dict[str, Any]:
+    """Refund ``amount`` (default: all still refundable). Pass ``expected_refundable`` (what the user
+    was shown) so that a second click or a second message is refused instead of doubled.
+    """
+
+    def call() -> dict[str, Any]:
+        done = services.refund(
+            Transaction.objects.get(pk=transaction_id),
+            None if amount is None else _decimal(amount, "amount"),
+            user=_user(user_id),
+            expected_refundable=(
+                None if expected_refundable is None else _decimal(expected_refundable, "expected_refundable")
+            ),
+        )
+        return _refund_result(done)
+
+    # A refund never sent is recorded as failed; a retry makes a new Refund row.
+    return _write(self, call)
+
+
+@shared_task(name="paycollect.cancel_recurring", **_WRITE)
+def cancel_recurring(self: Any, series_id: int, user_id: Any = None) -> dict[str, Any]:
+    """Stop future charges of a recurring series."""
+
+    def call() -> dict[str, Any]:
+        series = RecurringSeries.objects.get(pk=series_id)
+        return _series_result(services.cancel_recurring(series, user=_user(user_id)))
+
+    return _write(self, call)
+
+
+@shared_task(name="paycollect.create_community", **_WRITE)
+def create_community(
+    self: Any,
+    name: str,
+    logo_base64: str,
+    logo_filename: str = "logo.png",
+    user_id: Any = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """Create a community. The logo travels in the message as base64 (a png or jpg of a few hundred
+    kilobytes): no storage shared between web and worker processes is needed, and nothing is left
+    to clean up afterwards.
+    """
+    try:
+        content = base64.b64decode(logo_base64, validate=True)
+    except (binascii.Error, ValueError):
+        raise PaymentRefused({"logo": ["Send the logo's bytes as base64."]}) from None
+
+    def call() -> dict[str, Any]:
+        done = services.create_community(
+            logo=Logo(logo_filename, content), name=name, user=_user(user_id), **fields
+        )
+        # Sent without an answer, it may exist now: its ApiCall is flagged and reconciliation reports it.
+        return {"created": None if done.outcome_unknown else True, "outcome_unknown": done.outcome_unknown}
+
+    return _write(self, call)
