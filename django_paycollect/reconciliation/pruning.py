@@ -1,0 +1,142 @@
+"""Pruning: old API calls, callbacks and fetch marks deleted in batches (``paycollect_prune``)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from django.db import models, router, transaction
+from django.utils import timezone
+
+from ..models import ApiCall, FetchMark, ReceivedCallback
+
+logger = logging.getLogger("django_paycollect.reconciliation")
+
+M = TypeVar("M", bound=models.Model)
+
+
+@dataclass
+class PruneResult:
+    cutoff: datetime
+    dry_run: bool
+    api_calls: int = 0
+    callbacks: int = 0
+    #: Fetch marks of transactions no callback named since the cutoff (see ``models.FetchMark``).
+    fetch_marks: int = 0
+    #: Old callbacks kept because they were never processed (received, queued or failed).
+    unprocessed_kept: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"cutoff": self.cutoff.isoformat()}
+
+    def lines(self) -> list[str]:
+        verb = "would delete" if self.dry_run else "deleted"
+        lines = [
+            f"API calls before {self.cutoff:%Y-%m-%d %H:%M} UTC: {verb} {self.api_calls}",
+            f"Callbacks before {self.cutoff:%Y-%m-%d %H:%M} UTC: {verb} {self.callbacks}",
+        ]
+        if self.unprocessed_kept:
+            lines.append(
+                f"Kept {self.unprocessed_kept} old callback(s) never processed (received, queued or failed); "
+                "--include-unprocessed deletes them too"
+            )
+        if not self.dry_run:
+            lines.append(f"{self.batches} batch(es) in {self.seconds:.1f} s")
+        return lines
+
+
+PruneProgress = Callable[[str, int, int], None]
+
+#: Final callback states: nothing will happen to such a callback any more.
+FINAL_CALLBACK_STATES = (ReceivedCallback.PROCESSED, ReceivedCallback.DUPLICATE, ReceivedCallback.INVALID)
+
+
+def prune(
+    older_than: timedelta,
+    *,
+    dry_run: bool = False,
+    include_unprocessed: bool = False,
+    batch_size: int = 5000,
+    progress: PruneProgress | None = None,
+) -> PruneResult:
+    """Delete ApiCall and ReceivedCallback rows older than ``older_than``, ``batch_size`` rows at a time.
+
+    Each batch is one short transaction deleting a range of primary keys, so a million rows never
+    hold a lock or a transaction for long, and memory holds one batch of ids. Callbacks never
+    processed are kept unless ``include_unprocessed``. ``progress(name, deleted, total)`` is called
+    after each batch. No model signals are sent for these log rows.
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    started = time.monotonic()
+    result = PruneResult(cutoff=timezone.now() - older_than, dry_run=dry_run)
+    calls = ApiCall.objects.filter(created_at__lt=result.cutoff)
+    old_callbacks = ReceivedCallback.objects.filter(received_at__lt=result.cutoff)
+    callbacks = (
+        old_callbacks if include_unprocessed else old_callbacks.filter(state__in=FINAL_CALLBACK_STATES)
+    )
+    if not include_unprocessed:
+        result.unprocessed_kept = old_callbacks.exclude(state__in=FINAL_CALLBACK_STATES).count()
+    marks = FetchMark.objects.filter(claimed_at__lt=result.cutoff)
+    if dry_run:
+        result.api_calls = calls.count()
+        result.callbacks = callbacks.count()
+        result.fetch_marks = marks.count()
+        return result
+
+    result.api_calls, batches = _delete_in_batches("API calls", calls, batch_size, progress)
+    result.batches += batches
+
+    def unlink_duplicates(batch: models.QuerySet[ReceivedCallback]) -> None:
+        # Newer deliveries may point at a deleted first one (duplicate_of, SET_NULL): unlink them here,
+        # since the raw delete below does not run Django's on_delete.
+        ReceivedCallback.objects.filter(duplicate_of__in=batch.values("pk")).update(duplicate_of=None)
+
+    result.callbacks, batches = _delete_in_batches(
+        "callbacks", callbacks, batch_size, progress, before_delete=unlink_duplicates
+    )
+    result.batches += batches
+    result.fetch_marks, batches = _delete_in_batches("fetch marks", marks, batch_size, progress)
+    result.batches += batches
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _delete_in_batches(
+    name: str,
+    queryset: models.QuerySet[M],
+    batch_size: int,
+    progress: PruneProgress | None,
+    before_delete: Callable[[models.QuerySet[M]], None] | None = None,
+) -> tuple[int, int]:
+    """Delete the rows of ``queryset`` in pk order, ``batch_size`` at a time; returns (deleted, batches)."""
+    total = queryset.count() if progress is not None else 0
+    using = router.db_for_write(queryset.model)
+    deleted = batches = 0
+    while True:
+        with transaction.atomic(using=using):
+            pks = list(queryset.order_by("pk").values_list("pk", flat=True)[:batch_size])
+            if not pks:
+                break
+            # The first batch_size matching rows are exactly the matching rows between the first and
+            # the last pk: one DELETE by a closed pk range, no list of thousands of parameters. The
+            # lower bound matters: without it the planner may scan every remaining old row again in
+            # each batch, which made pruning a million rows quadratic.
+            batch = queryset.filter(pk__gte=pks[0], pk__lte=pks[-1])
+            if before_delete is not None:
+                before_delete(batch)
+            # QuerySet.delete() would load every row to run on_delete and signals, 100 pks per
+            # statement; these log rows have neither, so one direct DELETE per batch.
+            deleted += batch._raw_delete(using)
+        batches += 1
+        if progress is not None:
+            progress(name, deleted, max(total, deleted))
+        if len(pks) < batch_size:
+            break
+    return deleted, batches

@@ -1,0 +1,377 @@
+"""Reconciliation as a list of small named steps, each asking the service layer about one kind of doubt.
+
+A step selects the rows it is unsure about (:meth:`Step.select`), describes one for the report
+(:meth:`Step.describe`) and settles or reviews it (:meth:`Step.handle`). :func:`reconcile` runs
+:data:`STEPS` in order; an item that fails is reported as an error and the run goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, ClassVar
+
+from django.db import models
+from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
+
+from .. import services
+from ..exceptions import ServiceLayerError, describe_error
+from ..models import ApiCall, DirectOrder, RecurringSeries, Refund, Transaction
+from .report import Finding, Progress, ProgressCallback, Summary
+
+logger = logging.getLogger("django_paycollect.reconciliation")
+
+_CHUNK = 200
+#: How often an open transaction more than a day old is fetched again (at most).
+STALE_OPEN_INTERVAL = timedelta(hours=6)
+#: How long a community creation of unknown outcome keeps being reported for review.
+COMMUNITY_REVIEW_DAYS = 7
+
+
+def _chunked(queryset: models.QuerySet[Any], *related: str) -> tuple[int, Iterator[Any]]:
+    """The matching rows' count, and the rows read a chunk of primary keys at a time (no long cursor)."""
+    pks = list(queryset.order_by("pk").values_list("pk", flat=True))
+    manager = queryset.model._default_manager
+
+    def rows() -> Iterator[Any]:
+        for start in range(0, len(pks), _CHUNK):
+            chunk = pks[start : start + _CHUNK]
+            batch = manager.select_related(*related).in_bulk(chunk) if related else manager.in_bulk(chunk)
+            yield from (batch[pk] for pk in chunk if pk in batch)
+
+    return len(pks), rows()
+
+
+def _label(txn: Transaction) -> str:
+    return txn.uuid or f"#{txn.pk}"
+
+
+@dataclass
+class Run:
+    """One reconciliation: its scope and cutoff, its summary, and the transactions it fetched already."""
+
+    summary: Summary
+    progress: ProgressCallback | None
+    community_id: str | None
+    older_than: timedelta
+    now: datetime = field(default_factory=timezone.now)
+    fetched: set[int] = field(default_factory=set)
+
+    @property
+    def cutoff(self) -> datetime:
+        return self.now - self.older_than
+
+    @property
+    def scope(self) -> Q:
+        return Q(community_id=self.community_id) if self.community_id else Q()
+
+    def fetch(self, txn: Transaction) -> Transaction:
+        """Fetch a transaction once per run; returns it as stored afterwards."""
+        if txn.pk in self.fetched or not txn.uuid:
+            return txn
+        self.fetched.add(txn.pk)
+        before = txn.status
+        txn = services.sync_transaction(txn, source="reconcile")
+        self.summary.fetched += 1
+        if txn.status != before:
+            self.summary.changed += 1
+        return txn
+
+    def each(self, step: Step, total: int, items: Iterable[Any]) -> None:
+        for done, item in enumerate(items, 1):
+            try:
+                finding = step.handle(self, item)
+            except Exception as exc:  # one bad item must not stop the run
+                if not isinstance(exc, ServiceLayerError):
+                    logger.exception("reconciliation: %s %s failed", step.phase, item.pk)
+                finding = step.describe(item)
+                finding.outcome = f"error: {describe_error(exc)}"[:500]
+                finding.error = True
+            if finding.changed or finding.needs_review or finding.error:
+                self.summary.findings.append(finding)
+            if self.progress is not None:
+                self.progress(Progress(step.phase, done, total, finding))
+
+
+class Step:
+    """One kind of doubt: which rows, how each is named, what is done with it."""
+
+    phase: ClassVar[str]
+    kind: ClassVar[str]
+    related: ClassVar[tuple[str, ...]] = ()
+
+    def select(self, run: Run) -> models.QuerySet[Any]:
+        raise NotImplementedError
+
+    def label(self, item: Any) -> str:
+        raise NotImplementedError
+
+    def describe(self, item: Any) -> Finding:
+        return Finding(self.phase, self.kind, item.pk, self.label(item), "")
+
+    def handle(self, run: Run, item: Any) -> Finding:
+        raise NotImplementedError
+
+    def review(self, item: Any, outcome: str) -> Finding:
+        finding = self.describe(item)
+        finding.outcome, finding.needs_review = outcome, True
+        return finding
+
+
+class AbandonUnknownStarts(Step):
+    """Starts of unknown outcome: no uuid, nothing to fetch; closed so the reference can be paid again."""
+
+    phase, kind = "unknown starts", "transaction"
+
+    def select(self, run: Run) -> models.QuerySet[Transaction]:
+        return Transaction.objects.filter(
+            run.scope,
+            status=Transaction.NEW,
+            uuid__isnull=True,
+            outcome_unknown=True,
+            created_at__lt=run.cutoff,
+        )
+
+    def label(self, item: Transaction) -> str:
+        return _label(item)
+
+    def handle(self, run: Run, item: Transaction) -> Finding:
+        finding = self.describe(item)
+        if services.abandon_unknown_start(item):
+            run.summary.abandoned += 1
+            finding.outcome, finding.changed = "start outcome unknown: abandoned", True
+        else:
+            finding.outcome = "settled meanwhile"
+        return finding
+
+
+class FetchOpenTransactions(Step):
+    """Open transactions nobody heard of for a while (fetched at most once per ``older_than``).
+
+    A payment page left open stays PENDING at the service for good: past a day old, such a transaction
+    is fetched at most every ``STALE_OPEN_INTERVAL``, so they never crowd out the rest.
+    """
+
+    phase, kind = "open transactions", "transaction"
+
+    def select(self, run: Run) -> models.QuerySet[Transaction]:
+        stale_cutoff = run.now - max(run.older_than, STALE_OPEN_INTERVAL)
+        return Transaction.objects.filter(
+            run.scope,
+            Q(status=Transaction.PENDING) | Q(status=Transaction.NEW, uuid__isnull=False),
+            Q(last_synced_at__isnull=True)
+            | Q(created_at__gte=run.now - timedelta(days=1), last_synced_at__lt=run.cutoff)
+            | Q(last_synced_at__lt=stale_cutoff),
+            created_at__lt=run.cutoff,
+        )
+
+    def label(self, item: Transaction) -> str:
+        return _label(item)
+
+    def handle(self, run: Run, item: Transaction) -> Finding:
+        finding = self.describe(item)
+        before = item.status
+        txn = run.fetch(item)
+        if txn.status != before:
+            finding.outcome, finding.changed = f"{before} -> {txn.status}", True
+        else:
+            finding.outcome = f"still {txn.status}"
+        if txn.amount_mismatch:
+            finding.outcome += "; the service's amount or currency differs: check it"
+            finding.needs_review = True
+        return finding
+
+
+class SettleCancellations(Step):
+    """Cancellations: unknown ones are settled from ``recurring.active``; pending ones mean a process died."""
+
+    phase, kind = "cancellations", "series"
+
+    def select(self, run: Run) -> models.QuerySet[RecurringSeries]:
+        recent_cancel = ApiCall.objects.filter(
+            series=OuterRef("pk"), operation="cancel_recurring", created_at__gte=run.cutoff
+        )
+        return RecurringSeries.objects.filter(
+            run.scope,
+            cancel_state__in=(RecurringSeries.CANCEL_UNKNOWN, RecurringSeries.CANCEL_PENDING),
+        ).exclude(Exists(recent_cancel))  # too recent: the service may still be acting on it
+
+    def label(self, item: RecurringSeries) -> str:
+        return item.parent_uuid
+
+    def handle(self, run: Run, item: RecurringSeries) -> Finding:
+        settled = services.settle_unknown_cancel(item)
+        if settled.cancel_state == RecurringSeries.CANCEL_PENDING:
+            # Left pending only when the series' parent transaction is unknown here: nothing to fetch.
+            return self.review(
+                item,
+                "cancellation pending since before the cutoff, and the parent transaction is unknown here: "
+                "check the service's dashboard, then cancel again if it still charges",
+            )
+        finding = self.describe(item)
+        if settled.cancel_state == RecurringSeries.CANCEL_DONE:
+            finding.outcome, finding.changed = "cancellation took effect", True
+        elif settled.cancel_state == RecurringSeries.CANCEL_FAILED:
+            finding.outcome, finding.changed = "cancellation did not take effect: it may be sent again", True
+        else:
+            finding.outcome = f"left {settled.get_cancel_state_display()}"
+        if finding.changed:
+            run.summary.cancels_settled += 1
+        return finding
+
+
+class ReviewRefunds(Step):
+    """Refunds the service never confirmed: their transaction is fetched, and they are reported."""
+
+    phase, kind, related = "refunds", "refund", ("transaction",)
+
+    def select(self, run: Run) -> models.QuerySet[Refund]:
+        return Refund.objects.filter(
+            Q(state=Refund.UNKNOWN) | Q(state=Refund.PENDING, created_at__lt=run.cutoff),
+            Q(transaction__community_id=run.community_id) if run.community_id else Q(),
+        )
+
+    def label(self, item: Refund) -> str:
+        return f"#{item.pk} of {_label(item.transaction)}"
+
+    def handle(self, run: Run, item: Refund) -> Finding:
+        run.fetch(item.transaction)
+        why = "outcome unknown" if item.state == Refund.UNKNOWN else "still pending (the process stopped?)"
+        return self.review(
+            item,
+            f"refund of {item.amount} {item.transaction.currency}: {why}; the service's transaction "
+            "does not show refunds: check its dashboard, then resolve the refund in the admin",
+        )
+
+
+class ReviewCaptures(Step):
+    """Captures the service never confirmed: their transaction is fetched, and they are reported."""
+
+    phase, kind = "captures", "capture"
+
+    def select(self, run: Run) -> models.QuerySet[Transaction]:
+        return Transaction.objects.filter(
+            run.scope,
+            Q(capture_state=Transaction.CAPTURE_UNKNOWN)
+            | Q(capture_state=Transaction.CAPTURE_PENDING, updated_at__lt=run.cutoff),
+        )
+
+    def label(self, item: Transaction) -> str:
+        return _label(item)
+
+    def handle(self, run: Run, item: Transaction) -> Finding:
+        txn = run.fetch(item)
+        why = "outcome unknown" if txn.capture_state == Transaction.CAPTURE_UNKNOWN else "still pending"
+        return self.review(
+            item, f"capture {why}; the service's transaction does not show captures: check its dashboard"
+        )
+
+
+class ReviewDirectOrders(Step):
+    """Direct orders of unknown creation: no lookup exists, so only a person can tell."""
+
+    phase, kind = "direct orders", "direct_order"
+
+    def select(self, run: Run) -> models.QuerySet[DirectOrder]:
+        return DirectOrder.objects.filter(
+            run.scope, Q(state=DirectOrder.UNKNOWN) | Q(state=DirectOrder.NEW, created_at__lt=run.cutoff)
+        )
+
+    def label(self, item: DirectOrder) -> str:
+        return f"#{item.pk} {item.name!r}"
+
+    def handle(self, run: Run, item: DirectOrder) -> Finding:
+        return self.review(
+            item,
+            "creation outcome unknown: look for it in the service's dashboard before creating it again"
+            if item.state == DirectOrder.UNKNOWN
+            else "never sent or never answered (the process stopped?): check the dashboard",
+        )
+
+
+class ReviewCommunityCreations(Step):
+    """Community creations of unknown outcome: the spec shows no way to read communities, so only a person
+    can tell. Reported for ``COMMUNITY_REVIEW_DAYS``, then left to the ApiCall row."""
+
+    phase, kind = "community creations", "api_call"
+
+    def select(self, run: Run) -> models.QuerySet[ApiCall]:
+        return ApiCall.objects.filter(
+            run.scope,
+            operation="create_community",
+            outcome_unknown=True,
+            created_at__lt=run.cutoff,
+            created_at__gte=timezone.now() - timedelta(days=COMMUNITY_REVIEW_DAYS),
+        )
+
+    def label(self, item: ApiCall) -> str:
+        return f"create_community #{item.pk}"
+
+    def handle(self, run: Run, item: ApiCall) -> Finding:
+        return self.review(
+            item,
+            f"creation outcome unknown ({item.error_class} at {item.created_at:%Y-%m-%d %H:%M}): "
+            "look for the community in the service's dashboard before creating it again",
+        )
+
+
+class CountMissedCharges(Step):
+    """Active recurring series: charges the service made that no callback told us of."""
+
+    phase, kind = "recurring series", "series"
+
+    def select(self, run: Run) -> models.QuerySet[RecurringSeries]:
+        return RecurringSeries.objects.filter(
+            run.scope,
+            Q(last_synced_at__isnull=True) | Q(last_synced_at__lt=run.cutoff),
+            active=True,
+        ).exclude(cancel_state=RecurringSeries.CANCEL_DONE)
+
+    def label(self, item: RecurringSeries) -> str:
+        return item.parent_uuid
+
+    def handle(self, run: Run, item: RecurringSeries) -> Finding:
+        missed = services.missed_charges(item)
+        if item.parent_transaction_id is not None:
+            run.fetched.add(item.parent_transaction_id)
+        if missed:
+            run.summary.missed_charges += missed
+            return self.review(
+                item,
+                f"{missed} charge(s) made by the service that no callback told us of: their uuids "
+                "are in the service's dashboard; sync them by uuid",
+            )
+        finding = self.describe(item)
+        finding.outcome = "every charge known"
+        return finding
+
+
+#: The steps of a run, in order: closing what cannot be fetched first, then fetching, then reviewing.
+STEPS: tuple[Step, ...] = (
+    AbandonUnknownStarts(),
+    FetchOpenTransactions(),
+    SettleCancellations(),
+    ReviewRefunds(),
+    ReviewCaptures(),
+    ReviewDirectOrders(),
+    ReviewCommunityCreations(),
+    CountMissedCharges(),
+)
+
+
+def reconcile(
+    community_id: str | None = None,
+    older_than: timedelta = timedelta(minutes=30),
+    progress: ProgressCallback | None = None,
+) -> Summary:
+    """Settle what is uncertain, step by step (:data:`STEPS`), item by item; ``progress`` is called after
+    each item."""
+    summary = Summary(community_id=community_id, older_than=older_than)
+    run = Run(summary, progress, community_id, older_than)
+    for step in STEPS:
+        run.each(step, *_chunked(step.select(run), *step.related))
+    summary.finished_at = timezone.now()
+    return summary
