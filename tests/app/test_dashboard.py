@@ -252,7 +252,7 @@ def test_callback_health_of_the_whole_site(ledger):
 
 
 def test_verification_times_come_from_the_latest_verified_callbacks(db, cairo, monkeypatch):
-    monkeypatch.setattr(reporting, "VERIFICATION_SAMPLE", 4)
+    monkeypatch.setattr(reporting.health, "VERIFICATION_SAMPLE", 4)
     for n in range(1, 9):  # received one hour apart; the latest four took 5, 6, 7 and 8 seconds
         callback(ReceivedCallback.PROCESSED, at(14, n), processed_at=at(14, n) + dt.timedelta(seconds=n))
     health = reporting.callback_health(reporting.period(7, NOW))

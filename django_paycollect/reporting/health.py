@@ -1,0 +1,225 @@
+"""Callbacks' health and what needs a person, counted in the database."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass, field
+
+from django.db.models import Count, F, Min, Q, QuerySet
+from django.utils import timezone
+from django.utils.translation import gettext
+
+from ..models import (
+    DirectOrder,
+    ReceivedCallback,
+    RecurringSeries,
+    Refund,
+    Transaction,
+)
+from ..services import STALE_IN_FLIGHT, stuck_filter
+from .figures import Period
+
+#: Percentiles of the time from a callback's receipt to its verification, measured over the period's latest
+#: verified callbacks, at most VERIFICATION_SAMPLE of them (so the cost does not grow with the traffic).
+PERCENTILES = (50, 95)
+VERIFICATION_SAMPLE = 10_000
+
+
+# --- callbacks -------------------------------------------------------------------------------------------
+
+
+def stuck_callbacks(now: dt.datetime | None = None) -> Q:
+    """Stuck callbacks: what the sweep queues again (received but never queued, or queued and overdue by
+    ``CALLBACK_REQUEUE_AFTER``). The one definition is the callback ledger's
+    (:func:`~django_paycollect.services.callback_ledger.stuck_filter`), shared with the sweep, the callback
+    list's filter and the check ``paycollect.W005``."""
+    return stuck_filter(now)
+
+
+@dataclass(frozen=True)
+class CallbackHealth:
+    #: Callbacks received in the period, by state now.
+    received: int
+    verified: int
+    failed: int
+    duplicates: int
+    invalid: int
+    #: Received or queued now, whenever they arrived: waiting for a worker, or stuck, with the oldest's age.
+    waiting: int
+    stuck: int
+    oldest_stuck_age: dt.timedelta | None
+    #: Time from receipt to verification of the period's verified callbacks, by percentile.
+    verification_time: dict[int, dt.timedelta | None]
+
+
+def callback_health(span: Period) -> CallbackHealth:
+    """The whole site's callbacks. Five queries."""
+    in_period = ReceivedCallback.objects.filter(received_at__gte=span.start, received_at__lte=span.end)
+    states = {
+        row["state"]: row["count"] for row in in_period.values("state").annotate(count=Count("*")).order_by()
+    }
+    stuck = stuck_callbacks(span.end)
+    unverified = ReceivedCallback.objects.filter(
+        state__in=(ReceivedCallback.RECEIVED, ReceivedCallback.QUEUED)
+    ).aggregate(count=Count("*"), stuck=Count("pk", filter=stuck), oldest=Min("received_at", filter=stuck))
+    verified = in_period.filter(state=ReceivedCallback.PROCESSED, processed_at__isnull=False)
+    return CallbackHealth(
+        received=sum(states.values()),
+        verified=states.get(ReceivedCallback.PROCESSED, 0),
+        failed=states.get(ReceivedCallback.FAILED, 0),
+        duplicates=states.get(ReceivedCallback.DUPLICATE, 0),
+        invalid=states.get(ReceivedCallback.INVALID, 0),
+        waiting=unverified["count"] - unverified["stuck"],
+        stuck=unverified["stuck"],
+        oldest_stuck_age=(span.end - unverified["oldest"]) if unverified["oldest"] else None,
+        verification_time=_percentiles(verified, states.get(ReceivedCallback.PROCESSED, 0)),
+    )
+
+
+def _percentiles(verified: QuerySet[ReceivedCallback], count: int) -> dict[int, dt.timedelta | None]:
+    """Nearest-rank percentiles of (processed_at - received_at) over the latest ``VERIFICATION_SAMPLE``
+    verified callbacks: three bounded queries, whatever the number of rows (None when there are none)."""
+    size = min(count, VERIFICATION_SAMPLE)
+    # The receipt time of the sample's oldest, read first so the planner sees the bound and plans for at
+    # most a sample's rows rather than the whole period's.
+    latest = verified.order_by("-received_at").values_list("received_at", flat=True)
+    bound = list(latest[VERIFICATION_SAMPLE - 1 : VERIFICATION_SAMPLE])
+    if bound:
+        verified = verified.filter(received_at__gte=bound[0])
+    durations = (
+        verified.annotate(duration=F("processed_at") - F("received_at"))
+        .order_by("duration")
+        .values_list("duration", flat=True)
+    )
+    result: dict[int, dt.timedelta | None] = {}
+    for percentile in PERCENTILES:
+        rank = max(1, math.ceil(percentile * size / 100))
+        found = list(durations[rank - 1 : rank])
+        result[percentile] = found[0] if found else None
+    return result
+
+
+# --- what needs a person ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Attention:
+    """Items of one kind that need a person, and where the admin lists exactly them."""
+
+    key: str
+    label: str
+    count: int
+    #: ``app_label.model_name`` of the admin changelist listing them, and its query.
+    model: str
+    query: dict[str, str] = field(default_factory=dict)
+    #: Counted for the whole site rather than the community.
+    site_wide: bool = False
+
+
+def needs_a_person(community_id: str, now: dt.datetime | None = None) -> list[Attention]:
+    """Everything of the community (callbacks: of the site) waiting for a person. Six queries."""
+    now = now or timezone.now()
+    flags = {
+        "payments": Q(outcome_unknown=True),
+        "captures": Q(capture_state=Transaction.CAPTURE_UNKNOWN),
+        "mismatches": Q(amount_mismatch=True),
+        "unrecognised": Q(status_unrecognised=True),
+    }
+    any_flag = Q()
+    for condition in flags.values():
+        any_flag |= condition
+    transactions = Transaction.objects.filter(any_flag, community_id=community_id).aggregate(
+        **{key: Count("pk", filter=condition) for key, condition in flags.items()}
+    )
+    stale = now - STALE_IN_FLIGHT
+    refunds = Refund.objects.filter(
+        Q(state=Refund.UNKNOWN) | Q(state=Refund.PENDING, created_at__lt=stale),
+        transaction__community_id=community_id,
+    ).aggregate(
+        unknown=Count("pk", filter=Q(state=Refund.UNKNOWN)),
+        stale=Count("pk", filter=Q(state=Refund.PENDING)),
+    )
+    unknown_series = RecurringSeries.objects.filter(
+        community_id=community_id, cancel_state=RecurringSeries.CANCEL_UNKNOWN
+    ).count()
+    unknown_orders = DirectOrder.objects.filter(community_id=community_id, state=DirectOrder.UNKNOWN).count()
+    # Two counts rather than one with filters: each reads only the state index.
+    callbacks_failed = ReceivedCallback.objects.filter(state=ReceivedCallback.FAILED).count()
+    callbacks_stuck = ReceivedCallback.objects.filter(stuck_callbacks(now)).count()
+    in_community = {"community_id__exact": community_id}
+    return [
+        Attention(
+            "payments_unknown",
+            gettext("Payments of unknown outcome"),
+            transactions["payments"],
+            "paycollect.transaction",
+            {**in_community, "outcome_unknown__exact": "1"},
+        ),
+        Attention(
+            "refunds_unknown",
+            gettext("Refunds of unknown outcome"),
+            refunds["unknown"],
+            "paycollect.refund",
+            {"community": community_id, "state__exact": Refund.UNKNOWN},
+        ),
+        Attention(
+            "refunds_stale",
+            gettext("Refunds pending for over %(minutes)d minutes")
+            % {"minutes": STALE_IN_FLIGHT // dt.timedelta(minutes=1)},
+            refunds["stale"],
+            "paycollect.refund",
+            {"community": community_id, "state__exact": Refund.PENDING, "created_at__lt": stale.isoformat()},
+        ),
+        Attention(
+            "captures_unknown",
+            gettext("Captures of unknown outcome"),
+            transactions["captures"],
+            "paycollect.transaction",
+            {**in_community, "capture_state__exact": Transaction.CAPTURE_UNKNOWN},
+        ),
+        Attention(
+            "cancellations_unknown",
+            gettext("Cancellations of unknown outcome"),
+            unknown_series,
+            "paycollect.recurringseries",
+            {**in_community, "cancel_state__exact": RecurringSeries.CANCEL_UNKNOWN},
+        ),
+        Attention(
+            "direct_orders_unknown",
+            gettext("Direct orders of unknown outcome"),
+            unknown_orders,
+            "paycollect.directorder",
+            {**in_community, "state__exact": DirectOrder.UNKNOWN},
+        ),
+        Attention(
+            "amount_mismatches",
+            gettext("Amount mismatches"),
+            transactions["mismatches"],
+            "paycollect.transaction",
+            {**in_community, "amount_mismatch__exact": "1"},
+        ),
+        Attention(
+            "unrecognised_statuses",
+            gettext("Unrecognised statuses"),
+            transactions["unrecognised"],
+            "paycollect.transaction",
+            {**in_community, "status_unrecognised__exact": "1"},
+        ),
+        Attention(
+            "callbacks_failed",
+            gettext("Callbacks whose verification failed"),
+            callbacks_failed,
+            "paycollect.receivedcallback",
+            {"state__exact": ReceivedCallback.FAILED},
+            site_wide=True,
+        ),
+        Attention(
+            "callbacks_stuck",
+            gettext("Stuck callbacks"),
+            callbacks_stuck,
+            "paycollect.receivedcallback",
+            {"waiting": "stuck"},  # the callback list's filter: the same definition
+            site_wide=True,
+        ),
+    ]
