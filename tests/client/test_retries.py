@@ -21,8 +21,8 @@ from django_paycollect.client import (
     RateLimitError,
     ServerError,
     UnexpectedResponseError,
+    transport,
 )
-from django_paycollect.client import client as client_module
 
 from .support import (
     CASES_BY_NAME,
@@ -385,7 +385,7 @@ def test_backoff_is_exponential_and_capped(rsps, monkeypatch):
         bounds.append((low, high))
         return high
 
-    monkeypatch.setattr(client_module.random, "uniform", upper_bound)
+    monkeypatch.setattr(transport.random, "uniform", upper_bound)
     case = CASES_BY_NAME["get_transaction"]
     rsps.add(case.method, case.url, body="", status=503)
 
