@@ -70,7 +70,7 @@ def prune(
     Each batch is one short transaction deleting a range of primary keys, so a million rows never
     hold a lock or a transaction for long, and memory holds one batch of ids. Callbacks never
     processed are kept unless ``include_unprocessed``. ``progress(name, deleted, total)`` is called
-    after each batch. No model signals are sent for these log rows.
+    after each batch.
     """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
@@ -93,14 +93,7 @@ def prune(
     result.api_calls, batches = _delete_in_batches("API calls", calls, batch_size, progress)
     result.batches += batches
 
-    def unlink_duplicates(batch: models.QuerySet[ReceivedCallback]) -> None:
-        # Newer deliveries may point at a deleted first one (duplicate_of, SET_NULL): unlink them here,
-        # since the raw delete below does not run Django's on_delete.
-        ReceivedCallback.objects.filter(duplicate_of__in=batch.values("pk")).update(duplicate_of=None)
-
-    result.callbacks, batches = _delete_in_batches(
-        "callbacks", callbacks, batch_size, progress, before_delete=unlink_duplicates
-    )
+    result.callbacks, batches = _delete_in_batches("callbacks", callbacks, batch_size, progress)
     result.batches += batches
     result.fetch_marks, batches = _delete_in_batches("fetch marks", marks, batch_size, progress)
     result.batches += batches
@@ -113,7 +106,6 @@ def _delete_in_batches(
     queryset: models.QuerySet[M],
     batch_size: int,
     progress: PruneProgress | None,
-    before_delete: Callable[[models.QuerySet[M]], None] | None = None,
 ) -> tuple[int, int]:
     """Delete the rows of ``queryset`` in pk order, ``batch_size`` at a time; returns (deleted, batches)."""
     total = queryset.count() if progress is not None else 0
@@ -129,11 +121,11 @@ def _delete_in_batches(
             # lower bound matters: without it the planner may scan every remaining old row again in
             # each batch, which made pruning a million rows quadratic.
             batch = queryset.filter(pk__gte=pks[0], pk__lte=pks[-1])
-            if before_delete is not None:
-                before_delete(batch)
-            # QuerySet.delete() would load every row to run on_delete and signals, 100 pks per
-            # statement; these log rows have neither, so one direct DELETE per batch.
-            deleted += batch._raw_delete(using)
+            # Django deletes rows that nothing points at and no signal receiver watches (API calls,
+            # fetch marks) with one DELETE; callbacks run on_delete (a redelivery's duplicate_of is set
+            # to null), reading only their primary keys, never their bodies.
+            _total, per_model = batch.only("pk").delete()
+            deleted += per_model.get(queryset.model._meta.label, 0)
         batches += 1
         if progress is not None:
             progress(name, deleted, max(total, deleted))

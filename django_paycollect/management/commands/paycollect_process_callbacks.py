@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from datetime import timedelta
 from typing import Any
 
@@ -10,15 +9,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from ... import reconciliation, services
+from ... import services
 from ...models import ReceivedCallback
-
-
-def age(text: str) -> timedelta:
-    try:
-        return reconciliation.parse_age(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+from ..arguments import age
 
 
 class Command(BaseCommand):

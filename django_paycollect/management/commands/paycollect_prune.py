@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
-from datetime import timedelta
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ... import reconciliation
-
-
-def age(text: str) -> timedelta:
-    try:
-        return reconciliation.parse_age(text, allow_zero=False)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+from ..arguments import positive_age
 
 
 class Command(BaseCommand):
@@ -26,7 +18,9 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--older-than", type=age, required=True, metavar="AGE", help="e.g. 90d, 12w, 36h")
+        parser.add_argument(
+            "--older-than", type=positive_age, required=True, metavar="AGE", help="e.g. 90d, 12w, 36h"
+        )
         parser.add_argument(
             "--dry-run", action="store_true", help="count what would be deleted, delete nothing"
         )

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 from datetime import timedelta
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ... import reconciliation
-
-
-def age(text: str) -> timedelta:
-    """argparse type: a clear usage error (CommandError under call_command), never a traceback."""
-    try:
-        return reconciliation.parse_age(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+from ..arguments import age
 
 
 class Command(BaseCommand):

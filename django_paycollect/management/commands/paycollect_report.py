@@ -3,9 +3,7 @@ figures (``reporting.report``) as text or JSON."""
 
 from __future__ import annotations
 
-import argparse
 import json
-import re
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -15,19 +13,7 @@ from django.utils.translation import ngettext
 
 from ... import reporting
 from ...conf import paycollect_settings
-
-
-def days(text: str) -> int:
-    """argparse type: a clear usage error (CommandError under call_command), never a traceback."""
-    if not text.isdigit() or not 1 <= int(text) <= reporting.MAX_DAYS:
-        raise argparse.ArgumentTypeError(f"{text!r}: a number of days from 1 to {reporting.MAX_DAYS}")
-    return int(text)
-
-
-def currency(text: str) -> str:
-    if not re.fullmatch(r"[A-Za-z]{3}", text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a currency code (three letters: EGP, USD, ...)")
-    return text.upper()
+from ..arguments import currency, days
 
 
 class Command(BaseCommand):
