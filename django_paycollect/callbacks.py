@@ -30,16 +30,13 @@ from django.http.request import RawPostDataException
 
 from . import services, tasks
 from .client.money import MAX_JSON_DEPTH, too_deep
-from .conf import paycollect_settings, setting
+from .conf import paycollect_settings
 from .models import ReceivedCallback, json_safe
 from .redaction import REDACTED, scrub, scrub_all
 from .serializers import CALLBACK_FIELDS, CallbackBodySerializer
 
 logger = logging.getLogger("django_paycollect.callbacks")
 
-#: Largest callback body accepted by default, in bytes (``PAYCOLLECT["MAX_CALLBACK_BYTES"]``). The spec
-#: shows no size; a real body is well under 1 KiB plus its custom fields.
-MAX_CALLBACK_BYTES = 64 * 1024
 #: Request headers kept with a stored callback (lower case), each cut to ``HEADER_MAX_CHARS``.
 STORED_HEADERS = (
     "content-type",
@@ -120,7 +117,7 @@ def trusted_proxies() -> tuple[IPNetwork, ...]:
 
     Default: none, so the client IP is ``REMOTE_ADDR`` and ``X-Forwarded-For`` is only recorded.
     """
-    entries = setting("TRUSTED_PROXIES")
+    entries = paycollect_settings.or_default("TRUSTED_PROXIES")
     if isinstance(entries, str):
         entries = [entries]
     return _networks(tuple(str(entry) for entry in entries))
@@ -190,7 +187,7 @@ class _Refused(Exception):
 
 
 def max_callback_bytes() -> int:
-    return int(setting("MAX_CALLBACK_BYTES"))
+    return int(paycollect_settings.or_default("MAX_CALLBACK_BYTES"))
 
 
 def receive(request: HttpRequest, token_index: int) -> Received:
@@ -375,8 +372,8 @@ def _claims(data: Mapping[str, Any], document: Mapping[str, Any], hints: Mapping
 def callback_secret() -> tuple[str, list[str]]:
     """(field, accepted secrets): ``CALLBACK_SECRET_FIELD`` and ``CALLBACK_SECRET`` (text or a list,
     for rotation). No field or no secret: the check is off."""
-    field_name = str(setting("CALLBACK_SECRET_FIELD") or "")
-    secrets = setting("CALLBACK_SECRET")
+    field_name = str(paycollect_settings.or_default("CALLBACK_SECRET_FIELD"))
+    secrets = paycollect_settings.or_default("CALLBACK_SECRET")
     if isinstance(secrets, str):
         secrets = [secrets]
     accepted = [str(secret) for secret in secrets if secret]

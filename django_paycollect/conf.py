@@ -1,7 +1,9 @@
 """The ``PAYCOLLECT`` setting, read lazily on every access so ``override_settings`` works.
 
 Every key, its default and its meaning are listed in :data:`DEFAULTS` (and in the settings
-reference of the docs). A key we do not know is an error, not a silent typo.
+reference of the docs). A key we do not know is an error, not a silent typo. This is the one reader
+of the app's settings: every tunable is a key here, or an internal constant documented where it is
+declared.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ DEFAULTS: dict[str, Any] = {
     "FAILURE_URL": "/",
     # (connect, read) seconds of the fetch made while the returning customer waits; no retries.
     "RETURN_TIMEOUT": (2.0, 3.0),
+    # Seconds: browser returns and the status page fetch a transaction at most once per this long.
+    "RETURN_FETCH_INTERVAL": 3.0,
     # Callbacks larger than this are refused with 413.
     "MAX_CALLBACK_BYTES": 65536,
     # Seconds: a callback received or queued but not verified this long after it was due is stuck, and
@@ -70,6 +74,8 @@ DEFAULTS: dict[str, Any] = {
     "API_THROTTLE_RATES": {"paycollect_payments": "10/minute", "paycollect_quotes": "60/minute"},
     # Payments per page of the API's lists (?page_size= may ask for fewer, or up to 100).
     "API_PAGE_SIZE": 20,
+    # The dashboard's verification times are measured over at most this many of the latest callbacks.
+    "REPORT_VERIFICATION_SAMPLE": 10_000,
 }
 
 
@@ -92,6 +98,12 @@ class PayCollectSettings:
             raise AttributeError(f"PAYCOLLECT has no key {name}{hint}")
         return self._user().get(name, DEFAULTS[name])
 
+    def or_default(self, name: str) -> Any:
+        """The key's value, or its default when it is set to None: for values that must never be missing
+        where a request is being answered (a callback's size limit, a return's timeout)."""
+        value = getattr(self, name)
+        return DEFAULTS[name] if value is None else value
+
     def require(self, name: str) -> Any:
         value = getattr(self, name)
         if value in (None, "", [], ()):
@@ -100,9 +112,3 @@ class PayCollectSettings:
 
 
 paycollect_settings = PayCollectSettings()
-
-
-def setting(name: str) -> Any:
-    """``PAYCOLLECT[name]``, or its default from :data:`DEFAULTS` when it is set to None."""
-    value = getattr(paycollect_settings, name)
-    return DEFAULTS[name] if value is None else value

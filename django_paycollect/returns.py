@@ -2,7 +2,7 @@
 
 Its uuid (or the service's numeric id of a transaction we stored) only says which transaction to look
 at; the status comes from the service, fetched while the customer waits (short timeout, no retries, at
-most once per ``STATUS_SYNC_INTERVAL`` per transaction), and only a public status is ever shown:
+most once per ``RETURN_FETCH_INTERVAL`` per transaction), and only a public status is ever shown:
 PENDING, SUCCESSFUL or FAILED.
 """
 
@@ -14,16 +14,12 @@ import math
 from django.core.cache import cache
 
 from . import services
-from .conf import setting
+from .conf import paycollect_settings
 from .exceptions import NotFound
 from .ids import canonical_uuid
 from .models import ReceivedCallback, Transaction
 
 logger = logging.getLogger("django_paycollect.returns")
-
-#: At most one fetch per transaction in this many seconds from returns and the status endpoint, so
-#: that polling pages (or someone replaying a uuid) cannot make us hammer the service.
-STATUS_SYNC_INTERVAL = 3.0
 
 PUBLIC_PENDING, PUBLIC_SUCCESSFUL, PUBLIC_FAILED = "PENDING", "SUCCESSFUL", "FAILED"
 
@@ -36,7 +32,7 @@ def public_status(txn: Transaction | None) -> str:
 
 
 def return_timeout() -> tuple[float, float]:
-    connect, read = setting("RETURN_TIMEOUT")
+    connect, read = paycollect_settings.or_default("RETURN_TIMEOUT")
     return float(connect), float(read)
 
 
@@ -44,7 +40,7 @@ def verified_status(uuid: str) -> str:
     """The status of transaction ``uuid`` as the service says, for a customer's browser.
 
     * A transaction of ours still open is fetched (short timeout, at most once per
-      ``STATUS_SYNC_INTERVAL``); when the service is slow or down, it stays PENDING.
+      ``RETURN_FETCH_INTERVAL``); when the service is slow or down, it stays PENDING.
     * A uuid we do not store is fetched only when a callback named it (a direct order's payment,
       a renewal: they become known by their callback); otherwise it is PENDING, exactly as an open
       transaction would be, and the service is not asked about uuids we never issued nor heard of.
@@ -100,7 +96,9 @@ def uuid_for_service_id(service_id: int) -> str | None:
 
 
 def _may_fetch(uuid: str) -> bool:
-    interval = float(STATUS_SYNC_INTERVAL)
+    # At most one fetch per transaction per interval from returns and the status endpoint, so that
+    # polling pages (or someone replaying a uuid) cannot make us hammer the service.
+    interval = float(paycollect_settings.or_default("RETURN_FETCH_INTERVAL"))
     if interval <= 0:
         return True
     # cache.add is atomic in every backend: one fetch per interval per uuid (per cache).

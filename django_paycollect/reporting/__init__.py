@@ -33,7 +33,6 @@ from .figures import period as period
 from .figures import started_by_status as started_by_status
 from .figures import success_rate as success_rate
 from .health import PERCENTILES as PERCENTILES
-from .health import VERIFICATION_SAMPLE as VERIFICATION_SAMPLE
 from .health import Attention as Attention
 from .health import CallbackHealth as CallbackHealth
 from .health import callback_health as callback_health

@@ -10,6 +10,7 @@ from django.db.models import Count, F, Min, Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext
 
+from ..conf import paycollect_settings
 from ..models import (
     DirectOrder,
     ReceivedCallback,
@@ -21,9 +22,9 @@ from ..services import STALE_IN_FLIGHT, stuck_filter
 from .figures import Period
 
 #: Percentiles of the time from a callback's receipt to its verification, measured over the period's latest
-#: verified callbacks, at most VERIFICATION_SAMPLE of them (so the cost does not grow with the traffic).
+#: verified callbacks, at most ``PAYCOLLECT["REPORT_VERIFICATION_SAMPLE"]`` of them (so the cost does not
+#: grow with the traffic).
 PERCENTILES = (50, 95)
-VERIFICATION_SAMPLE = 10_000
 
 
 # --- callbacks -------------------------------------------------------------------------------------------
@@ -78,13 +79,14 @@ def callback_health(span: Period) -> CallbackHealth:
 
 
 def _percentiles(verified: QuerySet[ReceivedCallback], count: int) -> dict[int, dt.timedelta | None]:
-    """Nearest-rank percentiles of (processed_at - received_at) over the latest ``VERIFICATION_SAMPLE``
+    """Nearest-rank percentiles of (processed_at - received_at) over the latest ``REPORT_VERIFICATION_SAMPLE``
     verified callbacks: three bounded queries, whatever the number of rows (None when there are none)."""
-    size = min(count, VERIFICATION_SAMPLE)
+    sample = int(paycollect_settings.REPORT_VERIFICATION_SAMPLE)
+    size = min(count, sample)
     # The receipt time of the sample's oldest, read first so the planner sees the bound and plans for at
     # most a sample's rows rather than the whole period's.
     latest = verified.order_by("-received_at").values_list("received_at", flat=True)
-    bound = list(latest[VERIFICATION_SAMPLE - 1 : VERIFICATION_SAMPLE])
+    bound = list(latest[sample - 1 : sample])
     if bound:
         verified = verified.filter(received_at__gte=bound[0])
     durations = (

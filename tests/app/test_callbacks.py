@@ -29,6 +29,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from django_paycollect import callbacks, services, tasks
+from django_paycollect.conf import DEFAULTS
 from django_paycollect.models import DirectOrder, FetchMark, ReceivedCallback, RecurringSeries, Transaction
 from django_paycollect.sandbox.envelope import dumps
 from tests.conftest import CALLBACK_TOKEN
@@ -355,7 +356,7 @@ def test_other_methods_answer_405_and_store_nothing(client, method):
 
 @pytest.mark.django_db
 def test_an_oversized_body_declared_so_is_refused_unread_and_recorded(client, no_worker):
-    body = dumps(body_for(notes="x" * (callbacks.MAX_CALLBACK_BYTES + 10)))
+    body = dumps(body_for(notes="x" * (DEFAULTS["MAX_CALLBACK_BYTES"] + 10)))
     response = post(client, body)
     assert response.status_code == 413
     callback = ReceivedCallback.objects.get()

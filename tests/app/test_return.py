@@ -22,7 +22,7 @@ import pytest
 from django.contrib.staticfiles import finders
 from django.core.cache import cache
 
-from django_paycollect import returns, services, tasks, views
+from django_paycollect import services, tasks, views
 from django_paycollect.models import ReceivedCallback, Transaction
 from django_paycollect.sandbox.envelope import dumps
 from tests.conftest import CALLBACK_TOKEN
@@ -50,9 +50,9 @@ def _fresh_cache() -> None:
 
 
 @pytest.fixture
-def no_throttle(monkeypatch: Any) -> None:
+def no_throttle(settings: Any) -> None:
     """Every return and status request may fetch (the throttle has its own test)."""
-    monkeypatch.setattr(returns, "STATUS_SYNC_INTERVAL", 0)
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "RETURN_FETCH_INTERVAL": 0}
 
 
 def fetches(sb: Any) -> int:
@@ -356,8 +356,8 @@ def test_a_configuration_error_shows_the_waiting_page_too(client, urls, pay, no_
     assert is_waiting_page(client.get(RETURN, pay_params(txn)))
 
 
-def test_fetches_are_throttled_per_transaction(client, urls, pay, monkeypatch):
-    monkeypatch.setattr(returns, "STATUS_SYNC_INTERVAL", 30)
+def test_fetches_are_throttled_per_transaction(client, urls, pay, settings):
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "RETURN_FETCH_INTERVAL": 30}
     txn = pay("100.00")
     before = fetches(urls)
     for _ in range(5):

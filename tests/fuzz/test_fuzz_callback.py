@@ -40,6 +40,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from django_paycollect import callbacks, services, tasks
+from django_paycollect.conf import DEFAULTS
 from django_paycollect.models import ReceivedCallback
 from django_paycollect.serializers import CALLBACK_FIELDS, looks_like_uuid
 from tests.conftest import CALLBACK_TOKEN
@@ -69,7 +70,7 @@ SECRET_FIELD = "paycollect secret"
 SECRET = "echoed-secret-value-0123456789"
 NEXT_SECRET = "a-new-secret-not-yet-in-use-000"
 NEVER_STORED = (CALLBACK_TOKEN, OLD_TOKEN, SECRET, NEXT_SECRET)
-LIMIT = callbacks.MAX_CALLBACK_BYTES
+LIMIT = DEFAULTS["MAX_CALLBACK_BYTES"]
 #: PAYCOLLECT["TRUSTED_PROXIES"] of the tests: X-Forwarded-For is read only behind these.
 TRUSTED = [ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("fd00::/8")]
 STORED_STATUSES = {200, 400, 403, 413}

@@ -28,7 +28,7 @@ from django.test import Client
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from django_paycollect import returns, services
+from django_paycollect import services
 from django_paycollect.ids import canonical_uuid
 from django_paycollect.models import ApiCall, ReceivedCallback, Transaction
 from tests.hypothesis_profiles import FULL, examples
@@ -54,7 +54,7 @@ MARKUP = "<script>alert(1)</script>"
 
 
 @pytest.fixture
-def seeded(settings: Any, closed_base_url: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def seeded(settings: Any, closed_base_url: str) -> dict[str, str]:
     settings.PAYCOLLECT = {
         **settings.PAYCOLLECT,
         "BASE_URL": closed_base_url,
@@ -62,8 +62,8 @@ def seeded(settings: Any, closed_base_url: str, monkeypatch: pytest.MonkeyPatch)
         "SUCCESS_URL": SUCCESS_URL,
         "FAILURE_URL": FAILURE_URL,
         "RETURN_TIMEOUT": (0.5, 0.5),
+        "RETURN_FETCH_INTERVAL": 0,  # every request may fetch: the worst case
     }
-    monkeypatch.setattr(returns, "STATUS_SYNC_INTERVAL", 0)  # every request may fetch: the worst case
     statuses = {PENDING: Transaction.PENDING, SUCCESSFUL: Transaction.SUCCESSFUL, FAILED: Transaction.FAILED}
     for uuid, status in statuses.items():
         Transaction.objects.create(
