@@ -1,7 +1,9 @@
-"""Our secrets, removed from what is stored and shown: callback tokens and the echoed callback secret.
+"""Our callback secrets, removed from what is stored and shown: callback tokens and the echoed secret.
 
 A sender may echo them anywhere (a custom field, a header, a body that is not JSON), so every text that
-is stored from a callback, and every error recorded about one, goes through :func:`scrub` first.
+is stored from a callback, and every error recorded about one, goes through :func:`scrub` first. The
+walker and the sentinel are the client's (:mod:`django_paycollect.client.redaction`), shared with
+everything else the app stores.
 """
 
 from __future__ import annotations
@@ -9,9 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .client import redaction as client_redaction
 from .conf import paycollect_settings
 
-REDACTED = "[redacted]"
+REDACTED = client_redaction.REDACTED
 
 #: Credentials in a URL (``redis://:password@host``), as a broker's error may quote them.
 _URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]*@")
@@ -27,9 +30,8 @@ def callback_secrets() -> list[str]:
 
 def scrub(text: str) -> str:
     """``text`` without any of our secrets, wherever they appear."""
-    for secret in callback_secrets():
-        text = text.replace(secret, REDACTED)
-    return text
+    scrubbed: str = client_redaction.redact(text, callback_secrets(), fields=())
+    return scrubbed
 
 
 def scrub_error(text: str) -> str:
@@ -39,10 +41,4 @@ def scrub_error(text: str) -> str:
 
 def scrub_all(value: Any) -> Any:
     """:func:`scrub` over every text of a parsed document (keys too). Bound its depth first (``too_deep``)."""
-    if isinstance(value, str):
-        return scrub(value)
-    if isinstance(value, dict):
-        return {scrub(str(k)): scrub_all(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [scrub_all(v) for v in value]
-    return value
+    return client_redaction.redact(value, callback_secrets(), fields=())

@@ -24,7 +24,8 @@ from .errors import (
     UnexpectedResponseError,
     ValidationError,
 )
-from .money import MoneyError, format_amount, from_piasters, parse_amount, to_piasters
+from .money import MoneyError, format_amount, from_piasters, loads_json, parse_amount, to_piasters
+from .redaction import REDACTED, SECRET_FIELDS, redact, walk_texts
 from .types import (
     APP_MODULES,
     COMMUNITY_PAYMENT_METHODS,
@@ -65,6 +66,8 @@ __all__ = [
     "KNOWN_PAY_USING",
     "KNOWN_TRANSACTION_STATUSES",
     "OPERATIONS",
+    "REDACTED",
+    "SECRET_FIELDS",
     "Amount",
     "ApiError",
     "AuthenticationError",
@@ -100,6 +103,9 @@ __all__ = [
     "field_errors_from",
     "format_amount",
     "from_piasters",
+    "loads_json",
     "parse_amount",
+    "redact",
     "to_piasters",
+    "walk_texts",
 ]

@@ -18,6 +18,7 @@ from .errors import (
     ValidationError,
 )
 from .money import clip_depth, loads_json
+from .redaction import walk_texts
 from .types import _integer
 
 __all__ = ["CallInfo", "Envelope", "field_errors_from", "interpret"]
@@ -163,16 +164,6 @@ def excerpt(body: bytes, scrub: Callable[[str], str]) -> str:
     return re.sub(r"\s+", " ", text).strip()[:EXCERPT_CHARS]
 
 
-def _scrub_all(value: Any, scrub: Callable[[str], str]) -> Any:
-    if isinstance(value, str):
-        return scrub(value)
-    if isinstance(value, dict):
-        return {scrub(str(k)): _scrub_all(v, scrub) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_scrub_all(v, scrub) for v in value]
-    return value
-
-
 _BY_CODE: tuple[tuple[Callable[[int], bool], type[ApiError]], ...] = (
     (lambda c: c in (401, 403), AuthenticationError),
     (lambda c: c == 404, NotFoundError),
@@ -262,7 +253,7 @@ def interpret(
             "call": call,
         }
         if cls is ValidationError:
-            errors = _scrub_all(parsed.errors, scrub)
+            errors = walk_texts(parsed.errors, scrub)
             raise ValidationError(
                 text,
                 field_errors=field_errors_from(errors),

@@ -25,6 +25,7 @@ from .. import __version__
 from .envelope import CallInfo, Envelope, interpret
 from .errors import ConnectError, OutcomeUnknownError, PayCollectError
 from .money import dumps_json
+from .redaction import SECRET_FIELDS, redact
 from .types import (
     Logo,
 )
@@ -35,7 +36,7 @@ T = TypeVar("T")
 
 Auth = Literal["none", "key", "key_if_set", "key_and_basic"]
 #: Body fields that are secrets even though they travel in a body (bank settings of a community).
-SECRET_BODY_FIELDS = frozenset({"api_password", "password", "api_key", "secret"})
+SECRET_BODY_FIELDS = SECRET_FIELDS
 #: Statuses after which a read is asked again.
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 
@@ -135,14 +136,6 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _without_secrets(body: Any) -> Any:
-    if isinstance(body, Mapping):
-        return {k: "***" if k in SECRET_BODY_FIELDS else _without_secrets(v) for k, v in body.items()}
-    if isinstance(body, list):
-        return [_without_secrets(item) for item in body]
-    return body
-
-
 class Transport:
     """The HTTP side of :class:`~django_paycollect.client.PayCollectClient` (see there for the arguments)."""
 
@@ -216,10 +209,8 @@ class Transport:
     # --- plumbing ---------------------------------------------------------------------
 
     def _scrub(self, text: str) -> str:
-        for secret in self._secret_texts:
-            if secret.reveal() in text:
-                text = text.replace(secret.reveal(), "***")
-        return text
+        scrubbed: str = redact(text, [secret.reveal() for secret in self._secret_texts], fields=())
+        return scrubbed
 
     def _headers(self, op: Operation) -> dict[str, str]:
         headers = {"Accept": "application/json", "User-Agent": self.user_agent}
@@ -262,7 +253,7 @@ class Transport:
         headers = self._headers(op)
         body: Any = json_body if json_body is not None else form
         # A form field holding JSON text (bank settings) is recorded from its object, secrets masked.
-        recorded_body = _without_secrets(recorded_form if recorded_form is not None else body)
+        recorded_body = redact(recorded_form if recorded_form is not None else body)
         if logo is not None:
             recorded_body = {**(recorded_body or {}), "logo": f"<{logo.filename}, {len(logo.content)} bytes>"}
         data: bytes | Mapping[str, str] | None = None

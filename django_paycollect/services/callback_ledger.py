@@ -30,12 +30,13 @@ from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from ..client.redaction import redact
 from ..conf import paycollect_settings
 from ..exceptions import NotFound, ServiceUnavailable, describe_error
 from ..ids import canonical_uuid
 from ..models import Community, DirectOrder, FetchMark, ReceivedCallback, Transaction
 from ..redaction import scrub_error
-from .calls import _secrets, _without, current_task_id
+from .calls import _secrets, current_task_id
 from .common import savepoint_if_atomic
 from .sync import _sync
 
@@ -470,8 +471,8 @@ def callback_failed(callback_id: int, error: BaseException, traceback_text: str 
     ReceivedCallback.objects.filter(pk=callback_id).exclude(state=ReceivedCallback.PROCESSED).update(
         state=ReceivedCallback.FAILED,
         next_attempt_at=None,
-        error=_without(describe_error(error), secrets)[:2000],
-        traceback=_without(traceback_text, secrets)[-20000:],
+        error=redact(describe_error(error), secrets)[:2000],
+        traceback=redact(traceback_text, secrets)[-20000:],
     )
 
 
@@ -482,7 +483,7 @@ def callback_waiting(callback_id: int, seconds: float, *, error: str = "", outco
     """
     changes: dict[str, Any] = {"next_attempt_at": timezone.now() + dt.timedelta(seconds=seconds)}
     if error:
-        changes["error"] = _without(error, _secrets(None))[:2000]
+        changes["error"] = redact(error, _secrets(None))[:2000]
     if outcome:
         changes["outcome"] = outcome[:2000]
     ReceivedCallback.objects.filter(pk=callback_id, state__in=ReceivedCallback.WAITING_STATES).update(

@@ -25,6 +25,7 @@ from ..client import (
     UnexpectedResponseError,
     ValidationError,
 )
+from ..client.redaction import redact
 from ..conf import paycollect_settings
 from ..exceptions import (
     NotFound,
@@ -97,20 +98,6 @@ def _mask_body(body: Any, *, inside_billing: bool = False) -> Any:
     return body
 
 
-def _without(value: Any, secrets: tuple[str, ...]) -> Any:
-    """Remove secret values wherever they appear, in case the service echoes one back."""
-    if isinstance(value, str):
-        for secret in secrets:
-            if secret and secret in value:
-                value = value.replace(secret, "***")
-        return value
-    if isinstance(value, Mapping):
-        return {k: _without(v, secrets) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without(v, secrets) for v in value]
-    return value
-
-
 def _secrets(config: CommunityConfig | None) -> tuple[str, ...]:
     values = [config.api_key, config.basic_credentials] if config else []
     values += [str(t) for t in paycollect_settings.CALLBACK_TOKENS or []]
@@ -135,7 +122,7 @@ def _record(
         body = call.request_body
         if paycollect_settings.REDACT_PII:
             body = _mask_body(body)
-        body = _without(json_safe(body), secrets)
+        body = redact(json_safe(body), secrets)
     answer = envelope if envelope is not None else (error.envelope if error is not None else None)
     errors: Any = answer.errors if answer is not None else []
     if isinstance(error, ValidationError) and not error.sent:
@@ -150,14 +137,14 @@ def _record(
         sent=call is not None and not isinstance(error, ConnectError),
         http_status=call.http_status if call else None,
         code=answer.code if answer is not None else None,
-        message=_without(answer.message, secrets) if answer is not None else "",
-        errors=_without(json_safe(errors), secrets),
-        data=_without(json_safe(answer.data), secrets) if answer is not None else None,
+        message=redact(answer.message, secrets) if answer is not None else "",
+        errors=redact(json_safe(errors), secrets),
+        data=redact(json_safe(answer.data), secrets) if answer is not None else None,
         count=answer.count if answer is not None else None,
         next=answer.next or "" if answer is not None else "",
         previous=answer.previous or "" if answer is not None else "",
         error_class=type(error).__name__ if error is not None else "",
-        error_message=_without(str(error), secrets) if error is not None else "",
+        error_message=redact(str(error), secrets) if error is not None else "",
         body_excerpt=error.body_excerpt if error is not None else "",
         outcome_unknown=bool(error is not None and error.outcome_unknown),
         duration_ms=round(call.duration * 1000) if call else None,

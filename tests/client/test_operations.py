@@ -590,7 +590,7 @@ def test_create_community_sends_multipart_with_the_logo(client, rsps):
     assert got.result == CommunityCreated()
     # The secret bank password is sent but never recorded.
     assert got.call is not None
-    assert got.call.request_body["api_password"] == "***"
+    assert got.call.request_body["api_password"] == "[redacted]"
     assert got.call.request_body["logo"] == f"<logo.png, {len(PNG)} bytes>"
     assert "bank-secret" not in repr(got.call)
 

@@ -419,7 +419,7 @@ def test_create_community_sends_the_examples_other_fields_and_bank_settings_as_j
         "max_items": "3",
     }
     # Sent to the service, never recorded: the bank's password inside the object is masked.
-    assert got.call.request_body["first_bank"] == {**bank, "api_password": "***"}
+    assert got.call.request_body["first_bank"] == {**bank, "api_password": "[redacted]"}
     assert "bank-secret" not in repr(got.call)
 
 
