@@ -20,7 +20,6 @@ import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from functools import lru_cache, partial
 from typing import Any
 
@@ -29,7 +28,7 @@ from django.http import HttpRequest
 from django.http.request import RawPostDataException
 
 from . import services, tasks
-from .client.money import MAX_JSON_DEPTH, too_deep
+from .client.money import MAX_JSON_DEPTH, loads_json, too_deep
 from .conf import paycollect_settings
 from .models import ReceivedCallback, json_safe
 from .redaction import REDACTED, scrub, scrub_all
@@ -233,7 +232,7 @@ def _read_and_parse(request: HttpRequest) -> tuple[str, dict[str, Any]]:
         raise _Refused(413, f"the body is above the limit of {limit} bytes", body=f"{excerpt}… [truncated]")
     text = _clean_text(raw.decode("utf-8", errors="replace"))
     try:
-        document = json.loads(raw, parse_float=Decimal, parse_constant=_no_constant)
+        document = loads_json(raw)
     except (ValueError, RecursionError):
         raise _Refused(400, "the body is not JSON", body=text) from None
     if not isinstance(document, dict):
@@ -306,10 +305,6 @@ def _read_up_to(stream: Any, size: int) -> bytes:
         parts.append(part)
         left -= len(part)
     return b"".join(parts)
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def _storable(document: Any) -> bool:
@@ -409,7 +404,7 @@ def _redact(text: str, field_name: str, values: Sequence[str], without: Mapping[
         for spelling in {json.dumps(value), json.dumps(value, ensure_ascii=False)}:
             text = text.replace(spelling, json.dumps(REDACTED))
     try:
-        again = json.loads(text, parse_float=Decimal, parse_constant=_no_constant)
+        again = loads_json(text)
     except (ValueError, RecursionError):
         again = None
     if isinstance(again, dict) and again.get(field_name, REDACTED) == REDACTED:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from decimal import Decimal
 from functools import partial
 from typing import Any
 
@@ -21,7 +19,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services, tasks
-from ..client.money import too_deep
+from ..client.money import loads_json, too_deep
 from ..models import (
     ReceivedCallback,
     json_safe,
@@ -215,7 +213,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
         if len(obj.body) > PRETTY_BODY_CHARS:
             return as_sent
         try:
-            document = json.loads(obj.body, parse_float=Decimal)
+            document = loads_json(obj.body)
             if too_deep(document):
                 return as_sent
             return _pretty_json(json_safe(document))

@@ -13,6 +13,8 @@ from typing import Any
 
 from django.http import HttpResponse
 
+from ..client.money import loads_json
+
 
 def dumps(value: Any) -> str:
     """JSON text in which a Decimal is written as a JSON number with its exact digits (100.00, not 100.0).
@@ -43,11 +45,7 @@ def _mark(value: Any) -> Any:
 
 def loads(raw: bytes | str) -> Any:
     """Parse JSON with every non-integer number as an exact Decimal; NaN and Infinity are rejected."""
-    return json.loads(raw, parse_float=Decimal, parse_constant=_reject_constant)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number")
+    return loads_json(raw)
 
 
 class DecimalJSONEncoder(json.JSONEncoder):
