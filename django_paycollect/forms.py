@@ -424,10 +424,7 @@ class RefundForm(forms.Form):
                 decimal_places=MONEY["decimal_places"],
                 localize=False,
                 widget=forms.NumberInput(attrs={"step": "0.01", "class": "vIntegerField"}),
-                error_messages={
-                    "max_value": gettext("At most %(remainder)s %(currency)s can still be refunded.")
-                    % {"remainder": remainder, "currency": txn.currency},
-                },
+                error_messages={"max_value": txn.refund_limit_message(remainder)},
             )
 
     @staticmethod

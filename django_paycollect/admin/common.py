@@ -146,13 +146,8 @@ def holding_of(txn: Transaction) -> Decimal:
 
 def refund_refusal(txn: Transaction) -> str | None:
     """Why the refund page offers no amount for ``txn`` (the service would refuse it), or None."""
-    if txn.status != Transaction.SUCCESSFUL:
-        return gettext("Only a successful transaction can be refunded (status %(status)s).") % {
-            "status": txn.status
-        }
-    if txn.refundable_amount <= 0:
-        return gettext("Nothing is left to refund (pending refunds count).")
-    return None
+    refusal = txn.refund_refusal()
+    return refusal[1] if refusal is not None else None
 
 
 # --- shared pieces ---------------------------------------------------------------------------------

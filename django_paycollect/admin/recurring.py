@@ -33,9 +33,8 @@ from .common import (
 
 def cancel_refusal(series: RecurringSeries) -> str | None:
     """Why cancelling ``series`` would be refused before anything is sent, or None."""
-    if series.cancel_state in (RecurringSeries.CANCEL_DONE, RecurringSeries.CANCEL_PENDING):
-        return gettext("Series already %(state)s.") % {"state": series.get_cancel_state_display()}
-    return None
+    refusal = series.cancel_refusal()
+    return refusal[1] if refusal is not None else None
 
 
 def confirm_cancel_recurring(

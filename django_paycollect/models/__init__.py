@@ -19,6 +19,7 @@ from django.db import models
 from django.db.models import F, OuterRef, Q, Subquery, Sum, Value
 from django.db.models.functions import Coalesce, Lower, Replace
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import crypto
@@ -326,6 +327,32 @@ class Transaction(models.Model):
     def is_paid(self) -> bool:
         return self.status == self.SUCCESSFUL
 
+    def refund_refusal(self, refundable: Decimal | None = None) -> tuple[str, str] | None:
+        """Why a refund of this transaction is refused before anything is sent, as (field, message), or
+        None. The one statement of the rule: ``services.refund`` checks it under the row lock, the admin's
+        refund page shows it. ``refundable``: :attr:`refundable_amount`, when the caller has it already."""
+        if self.status != self.SUCCESSFUL:
+            message = gettext("Only a successful transaction can be refunded (status %(status)s).")
+            return "transaction", message % {"status": self.status}
+        if (self.refundable_amount if refundable is None else refundable) <= 0:
+            return "amount", gettext("Nothing is left to refund (pending refunds count).")
+        return None
+
+    def refund_limit_message(self, refundable: Decimal) -> str:
+        """The refusal of an amount above what is still refundable (the service's and the refund form's)."""
+        message = gettext("At most %(remainder)s %(currency)s can still be refunded.")
+        return message % {"remainder": refundable, "currency": self.currency}
+
+    def capture_refusal(self) -> tuple[str, str] | None:
+        """Why capturing this transaction is refused before anything is sent, as (field, message), or None."""
+        if self.status != self.SUCCESSFUL:
+            message = gettext("Only a successful transaction can be captured (status %(status)s).")
+            return "transaction", message % {"status": self.status}
+        if self.capture_state in (self.CAPTURE_DONE, self.CAPTURE_PENDING, self.CAPTURE_UNKNOWN):
+            message = gettext("Capture already %(state)s.")
+            return "transaction", message % {"state": self.get_capture_state_display()}
+        return None
+
 
 class TransactionStatusChange(models.Model):
     """Every change of a transaction's status, with what caused it."""
@@ -443,6 +470,13 @@ class RecurringSeries(models.Model):
 
     def __str__(self) -> str:
         return f"series {self.parent_uuid}"
+
+    def cancel_refusal(self) -> tuple[str, str] | None:
+        """Why cancelling this series is refused before anything is sent, as (field, message), or None:
+        a cancellation pending or done is not asked again (a failed or unknown one may be)."""
+        if self.cancel_state in (self.CANCEL_DONE, self.CANCEL_PENDING):
+            return "series", gettext("Series already %(state)s.") % {"state": self.get_cancel_state_display()}
+        return None
 
 
 class Refund(models.Model):

@@ -215,16 +215,9 @@ def capture(txn: Transaction, *, user: Any = None) -> Transaction:
 
     def claim() -> Transaction:
         found = locked(Transaction, txn.pk)
-        if found.status != Transaction.SUCCESSFUL:
-            raise StateConflict(
-                {"transaction": [f"Only a successful transaction can be captured ({found.status})."]}
-            )
-        if found.capture_state in (
-            Transaction.CAPTURE_DONE,
-            Transaction.CAPTURE_PENDING,
-            Transaction.CAPTURE_UNKNOWN,
-        ):
-            raise StateConflict({"transaction": [f"Capture already {found.get_capture_state_display()}."]})
+        refusal = found.capture_refusal()
+        if refusal is not None:
+            raise StateConflict({refusal[0]: [refusal[1]]})
         found.capture_state = Transaction.CAPTURE_PENDING
         found.save(update_fields=["capture_state", "updated_at"])
         return found

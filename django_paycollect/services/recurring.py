@@ -33,8 +33,9 @@ def cancel_recurring(series: RecurringSeries, *, user: Any = None) -> RecurringS
 
     def claim() -> RecurringSeries:
         found = locked(RecurringSeries, series.pk)
-        if found.cancel_state in (RecurringSeries.CANCEL_DONE, RecurringSeries.CANCEL_PENDING):
-            raise StateConflict({"series": [f"Series already {found.get_cancel_state_display()}."]})
+        refusal = found.cancel_refusal()
+        if refusal is not None:
+            raise StateConflict({refusal[0]: [refusal[1]]})
         found.cancel_state = RecurringSeries.CANCEL_PENDING
         found.save(update_fields=["cancel_state"])
         return found

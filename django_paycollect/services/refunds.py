@@ -65,11 +65,10 @@ def refund(
 
     def claim() -> Refund:
         found = locked(Transaction, txn.pk)
-        if found.status != Transaction.SUCCESSFUL:
-            raise StateConflict(
-                {"transaction": [f"Only a successful transaction can be refunded ({found.status})."]}
-            )
         refundable = found.refundable_amount
+        refusal = found.refund_refusal(refundable)
+        if refusal is not None and refusal[0] == "transaction":  # not paid: said before anything else
+            raise StateConflict({refusal[0]: [refusal[1]]})
         if expected_refundable is not None and expected_refundable != refundable:
             raise StateConflict(
                 {
@@ -79,10 +78,10 @@ def refund(
                     ]
                 }
             )
-        if refundable <= 0:
-            raise StateConflict({"amount": ["Nothing is left to refund (pending refunds count)."]})
+        if refusal is not None:
+            raise StateConflict({refusal[0]: [refusal[1]]})
         if wanted is not None and wanted > refundable:
-            raise StateConflict({"amount": [f"At most {refundable} {found.currency} can still be refunded."]})
+            raise StateConflict({"amount": [found.refund_limit_message(refundable)]})
         return Refund.objects.create(
             transaction=found, amount=refundable if wanted is None else wanted, requested_by=_user(user)
         )
