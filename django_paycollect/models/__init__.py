@@ -381,6 +381,31 @@ class DirectOrder(models.Model):
         (REJECTED, _("rejected by the service")),
         (UNKNOWN, _("creation outcome unknown")),
     ]
+    #: The spec's Direct order fields kept in columns of the same name: what ``services.create_direct_order``
+    #: takes, stores and sends (beside ``custom_fields``, ``recurring`` and ``community_id``).
+    SPEC_FIELDS = (
+        "name",
+        "amount",
+        "currency",
+        "discount_amount",
+        "vat_percentage",
+        "payment_methods",
+        "customer_name",
+        "customer_email",
+        "customer_mobile",
+        "customer_title",
+        "address",
+        "order_description",
+        "tags",
+        "send_by_email",
+        "cc_email",
+        "send_by_sms",
+        "redirect_url",
+        "callback_url",
+        "paid",
+    )
+    #: Of those, the optional ones: sent only when set (blank, False or empty ones are left out).
+    SENT_WHEN_SET = SPEC_FIELDS[SPEC_FIELDS.index("customer_title") :]
 
     community_id = models.CharField(max_length=100, db_index=True)
     state = models.CharField(max_length=10, choices=STATE_CHOICES, default=NEW, db_index=True)
