@@ -42,7 +42,7 @@ else:
 
 PERMISSION = "paycollect.view_dashboard"
 #: Status names short enough for a chart's row labels (the tables use the models' longer labels).
-SHORT_STATUS_LABELS = {
+SHORT_STATUS_LABELS: dict[str, Any] = {
     Transaction.NEW: _("new"),
     Transaction.PENDING: _("pending"),
     Transaction.SUCCESSFUL: _("successful"),

@@ -141,6 +141,22 @@ def backfill_succeeded_at(apps, schema_editor):
     ).update(succeeded_at=Coalesce(Subquery(became), "created_at"))
 
 
+def direct_order_states_in_lower_case(apps, schema_editor):
+    """Direct order states follow the app's one convention for its own states: lower case (the
+    service's transaction statuses keep the spec's upper case)."""
+    DirectOrder = apps.get_model("paycollect", "DirectOrder")
+    orders = DirectOrder.objects.using(schema_editor.connection.alias)
+    for state in ("NEW", "CREATED", "REJECTED", "UNKNOWN"):
+        orders.filter(state=state).update(state=state.lower())
+
+
+def direct_order_states_in_upper_case(apps, schema_editor):
+    DirectOrder = apps.get_model("paycollect", "DirectOrder")
+    orders = DirectOrder.objects.using(schema_editor.connection.alias)
+    for state in ("new", "created", "rejected", "unknown"):
+        orders.filter(state=state).update(state=state.upper())
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -240,6 +256,12 @@ class Migration(migrations.Migration):
             name='service_id',
             field=models.BigIntegerField(blank=True, db_index=True, null=True, verbose_name="service's transaction id"),
         ),
+        migrations.AlterField(
+            model_name='directorder',
+            name='state',
+            field=models.CharField(choices=[('new', 'new'), ('created', 'created on the service'), ('rejected', 'rejected by the service'), ('unknown', 'creation outcome unknown')], db_index=True, default='new', max_length=10),
+        ),
+        migrations.RunPython(direct_order_states_in_lower_case, direct_order_states_in_upper_case, elidable=True),
         migrations.RunPython(backfill_succeeded_at, migrations.RunPython.noop, elidable=True),
         # After the fields above and before the unique indexes below, which need the rows canonical.
         migrations.RunPython(canonicalize_uuids, migrations.RunPython.noop, elidable=False),

@@ -153,37 +153,43 @@ class Transaction(models.Model):
     refused to start it; ABANDONED when starting it had an unknown outcome that was never confirmed.
     """
 
-    NEW = "NEW"
-    PENDING = TransactionStatus.PENDING
-    SUCCESSFUL = TransactionStatus.SUCCESSFUL
-    FAILED = TransactionStatus.FAILED
-    REJECTED = "REJECTED"
-    ABANDONED = "ABANDONED"
-    STATUS_CHOICES = [
-        (NEW, _("new (not yet accepted by the service)")),
-        (PENDING, _("pending")),
-        (SUCCESSFUL, _("successful")),
-        (FAILED, _("failed")),
-        (REJECTED, _("rejected by the service")),
-        (ABANDONED, _("abandoned (start outcome unknown)")),
-    ]
+    class Status(models.TextChoices):
+        """The service's statuses, in its own words and case, and our three before it knows one."""
+
+        NEW = "NEW", _("new (not yet accepted by the service)")
+        PENDING = TransactionStatus.PENDING, _("pending")
+        SUCCESSFUL = TransactionStatus.SUCCESSFUL, _("successful")
+        FAILED = TransactionStatus.FAILED, _("failed")
+        REJECTED = "REJECTED", _("rejected by the service")
+        ABANDONED = "ABANDONED", _("abandoned (start outcome unknown)")
+
+    NEW, PENDING, SUCCESSFUL, FAILED, REJECTED, ABANDONED = (
+        Status.NEW,
+        Status.PENDING,
+        Status.SUCCESSFUL,
+        Status.FAILED,
+        Status.REJECTED,
+        Status.ABANDONED,
+    )
+    STATUS_CHOICES = Status.choices
     OPEN_STATUSES = (NEW, PENDING)
     KNOWN_SERVICE_STATUSES = KNOWN_TRANSACTION_STATUSES
 
+    class CaptureState(models.TextChoices):
+        NONE = "", _("not captured")
+        PENDING = "pending", _("capture pending")
+        DONE = "captured", _("captured")
+        FAILED = "failed", _("capture failed")
+        UNKNOWN = "unknown", _("capture outcome unknown")
+
     CAPTURE_NONE, CAPTURE_PENDING, CAPTURE_DONE, CAPTURE_FAILED, CAPTURE_UNKNOWN = (
-        "",
-        "pending",
-        "captured",
-        "failed",
-        "unknown",
+        CaptureState.NONE,
+        CaptureState.PENDING,
+        CaptureState.DONE,
+        CaptureState.FAILED,
+        CaptureState.UNKNOWN,
     )
-    CAPTURE_CHOICES = [
-        (CAPTURE_NONE, _("not captured")),
-        (CAPTURE_PENDING, _("capture pending")),
-        (CAPTURE_DONE, _("captured")),
-        (CAPTURE_FAILED, _("capture failed")),
-        (CAPTURE_UNKNOWN, _("capture outcome unknown")),
-    ]
+    CAPTURE_CHOICES = CaptureState.choices
 
     uuid = CanonicalUuidField(_("transaction uuid"), max_length=64, unique=True, null=True, blank=True)
     # Indexed: a browser return may name a transaction by this id alone.
@@ -374,13 +380,14 @@ class TransactionStatusChange(models.Model):
 class DirectOrder(models.Model):
     """A payable order created on the service; the customer pays through ``payment_link``."""
 
-    NEW, CREATED, REJECTED, UNKNOWN = "NEW", "CREATED", "REJECTED", "UNKNOWN"
-    STATE_CHOICES = [
-        (NEW, _("new")),
-        (CREATED, _("created on the service")),
-        (REJECTED, _("rejected by the service")),
-        (UNKNOWN, _("creation outcome unknown")),
-    ]
+    class State(models.TextChoices):
+        NEW = "new", _("new")
+        CREATED = "created", _("created on the service")
+        REJECTED = "rejected", _("rejected by the service")
+        UNKNOWN = "unknown", _("creation outcome unknown")
+
+    NEW, CREATED, REJECTED, UNKNOWN = State.NEW, State.CREATED, State.REJECTED, State.UNKNOWN
+    STATE_CHOICES = State.choices
     #: The spec's Direct order fields kept in columns of the same name: what ``services.create_direct_order``
     #: takes, stores and sends (beside ``custom_fields``, ``recurring`` and ``community_id``).
     SPEC_FIELDS = (
@@ -454,20 +461,21 @@ class DirectOrder(models.Model):
 class RecurringSeries(models.Model):
     """A recurring series: its parent transaction and its charges (transactions with ``series`` set)."""
 
+    class CancelState(models.TextChoices):
+        NONE = "", _("not cancelled")
+        PENDING = "pending", _("cancellation pending")
+        DONE = "cancelled", _("cancelled")
+        FAILED = "failed", _("cancellation failed")
+        UNKNOWN = "unknown", _("cancellation outcome unknown")
+
     CANCEL_NONE, CANCEL_PENDING, CANCEL_DONE, CANCEL_FAILED, CANCEL_UNKNOWN = (
-        "",
-        "pending",
-        "cancelled",
-        "failed",
-        "unknown",
+        CancelState.NONE,
+        CancelState.PENDING,
+        CancelState.DONE,
+        CancelState.FAILED,
+        CancelState.UNKNOWN,
     )
-    CANCEL_CHOICES = [
-        (CANCEL_NONE, _("not cancelled")),
-        (CANCEL_PENDING, _("cancellation pending")),
-        (CANCEL_DONE, _("cancelled")),
-        (CANCEL_FAILED, _("cancellation failed")),
-        (CANCEL_UNKNOWN, _("cancellation outcome unknown")),
-    ]
+    CANCEL_CHOICES = CancelState.choices
 
     parent_uuid = CanonicalUuidField(_("parent transaction uuid"), max_length=64, unique=True)
     parent_transaction = models.OneToOneField(
@@ -507,13 +515,14 @@ class RecurringSeries(models.Model):
 class Refund(models.Model):
     """A refund asked of the service. Recorded as pending before the call, so it is never lost or doubled."""
 
-    PENDING, SUCCEEDED, FAILED, UNKNOWN = "pending", "succeeded", "failed", "unknown"
-    STATE_CHOICES = [
-        (PENDING, _("pending")),
-        (SUCCEEDED, _("succeeded")),
-        (FAILED, _("failed")),
-        (UNKNOWN, _("outcome unknown")),
-    ]
+    class State(models.TextChoices):
+        PENDING = "pending", _("pending")
+        SUCCEEDED = "succeeded", _("succeeded")
+        FAILED = "failed", _("failed")
+        UNKNOWN = "unknown", _("outcome unknown")
+
+    PENDING, SUCCEEDED, FAILED, UNKNOWN = State.PENDING, State.SUCCEEDED, State.FAILED, State.UNKNOWN
+    STATE_CHOICES = State.choices
     #: States whose money may have left although not yet counted in ``refunded_amount``.
     IN_FLIGHT_STATES = (PENDING, UNKNOWN)
 

@@ -99,24 +99,27 @@ class ReceivedCallback(models.Model):
     processed again.
     """
 
+    class State(models.TextChoices):
+        """Owned by the callback ledger (``services.callback_ledger``): nothing else writes it."""
+
+        RECEIVED = "received", _("received (not queued)")
+        QUEUED = "queued", _("queued for verification")
+        PROCESSED = "processed", _("verified and applied")
+        FAILED = "failed", _("verification failed")
+        DUPLICATE = "duplicate", _("duplicate delivery")
+        INVALID = "invalid", _("invalid")
+
     RECEIVED, QUEUED, PROCESSED, FAILED, DUPLICATE, INVALID = (
-        "received",
-        "queued",
-        "processed",
-        "failed",
-        "duplicate",
-        "invalid",
+        State.RECEIVED,
+        State.QUEUED,
+        State.PROCESSED,
+        State.FAILED,
+        State.DUPLICATE,
+        State.INVALID,
     )
     #: Not verified yet, and not given up on: the sweep re-queues those left too long.
     WAITING_STATES = (RECEIVED, QUEUED)
-    STATE_CHOICES = [
-        (RECEIVED, _("received (not queued)")),
-        (QUEUED, _("queued for verification")),
-        (PROCESSED, _("verified and applied")),
-        (FAILED, _("verification failed")),
-        (DUPLICATE, _("duplicate delivery")),
-        (INVALID, _("invalid")),
-    ]
+    STATE_CHOICES = State.choices
 
     received_at = models.DateTimeField(default=timezone.now, db_index=True)
     state = models.CharField(max_length=10, choices=STATE_CHOICES, default=RECEIVED, db_index=True)

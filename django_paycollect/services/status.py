@@ -18,7 +18,7 @@ logger = logging.getLogger("django_paycollect.services")
 
 # --- the status machine -------------------------------------------------------------------
 
-_RANK = {
+_RANK: dict[str, int] = {
     Transaction.NEW: 0,
     Transaction.PENDING: 1,
     Transaction.FAILED: 2,
