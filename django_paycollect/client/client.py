@@ -337,7 +337,7 @@ class PayCollectClient(Transport):
             required=False,
         )
         if charged is not None and discount is not None and discount["amount"] >= charged["amount"]:
-            check.fail("discount_amount.amount", "Must be less than the amount.")
+            check.fail("discount_amount.amount", "discount_not_less")
         body = _compact(
             {
                 "name": check.text("name", name),

@@ -20,6 +20,8 @@ No exception ever holds an API key or credential: the client scrubs them from ev
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -32,6 +34,7 @@ __all__ = [
     "NotFoundError",
     "OutcomeUnknownError",
     "PayCollectError",
+    "Problem",
     "RateLimitError",
     "ServerError",
     "UnexpectedResponseError",
@@ -39,6 +42,24 @@ __all__ = [
 ]
 
 NON_FIELD_ERRORS = "__all__"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem the client's own checks found in a field: what a program (or a translation) reads.
+
+    ``code`` is stable (``"phone_no_plus"``, ``"one_of"``; the list is
+    :data:`django_paycollect.client.validation.MESSAGES`), ``params`` are the values its message names
+    (``{"choices": ("EGP", "USD")}``), and ``message`` is the message in English. The Django app words
+    each code in the active language (``django_paycollect.problem_messages``).
+    """
+
+    code: str
+    message: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class PayCollectError(Exception):
@@ -87,7 +108,9 @@ class ValidationError(ApiError):
     """The request was refused as invalid, by the service (400) or by the client's own checks.
 
     ``field_errors`` maps dotted field paths to messages (``"billing_data.phone_number"``);
-    ``errors`` keeps the service's raw list. ``sent`` is False for the client's own checks.
+    ``errors`` keeps the service's raw list. ``sent`` is False for the client's own checks, and then
+    ``problems`` holds the same field paths with a :class:`Problem` (stable code and parameters) for
+    each message; the service's own refusals have only their words.
     """
 
     def __init__(
@@ -97,8 +120,12 @@ class ValidationError(ApiError):
         field_errors: dict[str, list[str]] | None = None,
         errors: list[Any] | None = None,
         sent: bool = True,
+        problems: Mapping[str, list[Problem]] | None = None,
         **kwargs: Any,
     ) -> None:
+        self.problems = {path: list(items) for path, items in (problems or {}).items()}
+        if field_errors is None and self.problems:
+            field_errors = {path: [p.message for p in items] for path, items in self.problems.items()}
         self.field_errors: dict[str, list[str]] = dict(field_errors or {})
         self.errors: list[Any] = list(errors or [])
         self.sent = sent

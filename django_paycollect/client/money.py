@@ -29,7 +29,16 @@ CENT = Decimal("0.01")
 
 
 class MoneyError(ValueError):
-    """A value that is not an exact amount of money."""
+    """A value that is not an exact amount of money.
+
+    ``code`` names the rule it breaks and ``params`` the values its message names (the checks of
+    :mod:`~django_paycollect.client.validation` report them, so the Django app can word them).
+    """
+
+    def __init__(self, message: str, code: str = "amount_invalid", **params: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.params = params
 
 
 def parse_amount(value: Any) -> Decimal:
@@ -38,7 +47,7 @@ def parse_amount(value: Any) -> Decimal:
     ``float`` is refused (use ``Decimal("12.50")``); so are booleans, NaN and infinities.
     """
     if isinstance(value, (bool, float)):
-        raise MoneyError(f"amounts must be Decimal, int or decimal text, not {type(value).__name__}")
+        raise _wrong_type(value)
     if isinstance(value, Decimal):
         amount = value
     elif isinstance(value, int):
@@ -47,22 +56,29 @@ def parse_amount(value: Any) -> Decimal:
         try:
             amount = Decimal(value.strip())
         except InvalidOperation:
-            raise MoneyError(f"{value!r} is not a decimal amount") from None
+            raise MoneyError(
+                f"{value!r} is not a decimal amount", "amount_invalid", value=repr(value)
+            ) from None
     else:
-        raise MoneyError(f"amounts must be Decimal, int or decimal text, not {type(value).__name__}")
+        raise _wrong_type(value)
     if not amount.is_finite():
-        raise MoneyError(f"{value!r} is not a finite amount")
+        raise MoneyError(f"{value!r} is not a finite amount", "amount_not_finite", value=repr(value))
     return amount
+
+
+def _wrong_type(value: Any) -> MoneyError:
+    kind = type(value).__name__
+    return MoneyError(f"amounts must be Decimal, int or decimal text, not {kind}", "amount_type", type=kind)
 
 
 def _cents(amount: Decimal) -> Decimal:
     try:
         cents = amount.quantize(CENT)
     except InvalidOperation:  # too many digits for the context's precision
-        raise MoneyError(f"{amount} is too large") from None
+        raise MoneyError(f"{amount} is too large", "amount_too_large", value=str(amount)) from None
     if cents != amount:
         # A third decimal is an error, never rounded away.
-        raise MoneyError(f"{amount} has more than two decimals")
+        raise MoneyError(f"{amount} has more than two decimals", "amount_decimals", value=str(amount))
     return cents
 
 
@@ -78,10 +94,12 @@ def from_piasters(piasters: Any) -> Decimal:
     sometimes written ``1250.0``). A fractional piaster is refused.
     """
     if isinstance(piasters, bool):
-        raise MoneyError("piasters must be a whole number, not a boolean")
+        raise MoneyError("piasters must be a whole number, not a boolean", "piasters_boolean")
     amount = parse_amount(piasters)
     if amount != amount.to_integral_value():
-        raise MoneyError(f"{piasters!r} is not a whole number of piasters")
+        raise MoneyError(
+            f"{piasters!r} is not a whole number of piasters", "piasters_fraction", value=repr(piasters)
+        )
     return _cents(amount / 100)
 
 
@@ -111,7 +129,7 @@ def _encode(value: Any, out: list[str]) -> None:
             _encode(item, out)
         out.append("]")
     elif isinstance(value, float):
-        raise MoneyError("floats are not written into request bodies; use Decimal")
+        raise MoneyError("floats are not written into request bodies; use Decimal", "float_in_body")
     else:
         # str, int, bool, None: the standard encoder is exact for these.
         out.append(json.dumps(value))

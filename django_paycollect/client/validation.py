@@ -4,7 +4,9 @@ The rules are the spec's: currencies from its list, amounts above zero with at m
 decimals, a first and a last name, phone numbers with a country code, whole positive day
 counts, dates, recurring fields given together, png or jpg logos. Every problem of a call is
 collected and raised together as one :class:`~django_paycollect.client.errors.ValidationError`
-with ``sent=False``.
+with ``sent=False``; each message comes with a :class:`~django_paycollect.client.errors.Problem`,
+a stable code and its parameters (:data:`MESSAGES` lists the codes), so that programs and
+translations never parse the English words.
 
 Arguments are read in the spec's own shapes (nested objects as mappings) as well as our typed
 values, and the spec's lists and names are matched as the service matches them: case-insensitively,
@@ -20,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from .errors import ValidationError
+from .errors import Problem, ValidationError
 from .money import MoneyError, dumps_json, from_piasters, parse_amount, to_piasters
 from .types import (
     APP_MODULES,
@@ -36,7 +38,15 @@ from .types import (
     Tag,
 )
 
-__all__ = ["PHONE_MESSAGES", "Checker", "name_problem", "normalise_phone", "phone_problem"]
+__all__ = [
+    "MESSAGES",
+    "PHONE_MESSAGES",
+    "Checker",
+    "message",
+    "name_problem",
+    "normalise_phone",
+    "phone_problem",
+]
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _PHONE_FORMATTING = re.compile(r"[\s\-().]")
@@ -91,57 +101,125 @@ def phone_problem(phone: str) -> str | None:
     return None
 
 
-#: The client's words for each :func:`phone_problem`.
-PHONE_MESSAGES = {
-    "no_plus": "Must start with + and the country code, then the number (e.g. +201001234567).",
-    "not_digits": "Must hold only digits after the + (e.g. +201001234567).",
-    "country_code": "Must start with the country code after the +, and no country code begins with 0.",
-    "too_short": "Too short: + and the country code, then the number (at least 7 digits after the +).",
-    "too_long": "Too long: at most 15 digits after the +, the country code included.",
+#: Every problem the checks report, by its stable code: the message in English, with ``%(name)s`` for each
+#: parameter. A parameter holding several values (``choices``, ``keys``) is a tuple, written here
+#: comma-separated. Codes and parameters never change meaning; new ones may be added.
+MESSAGES: dict[str, str] = {
+    "required": "This field is required.",
+    "not_text": "Must be a non-empty string.",
+    "not_positive": "Must be greater than zero.",
+    # Amounts (the codes of MoneyError): value is the offending value as Python writes it.
+    "amount_type": "Amounts must be Decimal, int or decimal text, not %(type)s.",
+    "amount_invalid": "%(value)s is not a decimal amount.",
+    "amount_not_finite": "%(value)s is not a finite amount.",
+    "amount_too_large": "%(value)s is too large.",
+    "amount_decimals": "%(value)s has more than two decimals.",
+    "percentage_invalid": "Must be a Decimal percentage with at most two decimals.",
+    "percentage_range": "Must be between %(min)s and %(max)s.",
+    "one_of": "Must be one of %(choices)s.",
+    "amount_object_keys": "Unknown key(s): %(keys)s. An amount object has amount and currency.",
+    "currency_twice": "Given twice: %(inside)s in the object, %(apart)s apart.",
+    "discount_not_less": "Must be less than the amount.",
+    "piasters_invalid": "Must be a whole number of piasters greater than zero.",
+    "piasters_mismatch": "Does not match amount (%(piasters)s piasters).",
+    "name_one_word": "Must contain a first and a last name separated by a space.",
+    "email_invalid": "Must be a valid e-mail address.",
+    "phone_no_plus": "Must start with + and the country code, then the number (e.g. +201001234567).",
+    "phone_not_digits": "Must hold only digits after the + (e.g. +201001234567).",
+    "phone_country_code": "Must start with the country code after the +, and no country code begins with 0.",
+    "phone_too_short": "Too short: + and the country code, then the number (at least 7 digits after the +).",
+    "phone_too_long": "Too long: at most 15 digits after the +, the country code included.",
+    "identifier_invalid": "Must be a positive whole number or a non-empty string.",
+    "not_positive_int": "Must be a whole number greater than zero.",
+    "not_boolean": "Must be true or false.",
+    "date_with_time": "Must be a date, not a date and time.",
+    "date_invalid": "Must be a date (datetime.date or YYYY-MM-DD).",
+    "only_when_recurring": "Only allowed when %(flag)s is true.",
+    "billing_data_type": "Must be BillingData(name, email, phone_number).",
+    "not_list": "Must be a list.",
+    "custom_field_value_type": "Must be CustomFieldValue(field_label, field_value).",
+    "custom_field_value_invalid": "Must be a string, an int, a Decimal or a boolean.",
+    "custom_field_decimal": "A Decimal value must be finite with at most two decimals.",
+    "custom_field_definition_type": "Must be CustomFieldDefinition(field_label, field_type, ...).",
+    "choices_missing": "A DROPDOWNLIST needs at least one choice.",
+    "choice_with_comma": "Choices are sent comma-separated, so none may hold a comma.",
+    "choices_not_allowed": "Only a DROPDOWNLIST has choices.",
+    "tag_type": "Must be Tag(id, name).",
+    "names_invalid": "Must be a list of names or comma-separated text.",
+    "name_blank": "Each name must be a non-empty string.",
+    "names_empty": "Must name at least one.",
+    "names_unknown": "Unknown: %(unknown)s. Allowed: %(allowed)s.",
+    "form_value_invalid": (
+        "Must be text, a whole number, a Decimal, a boolean, or a JSON object or list of those."
+    ),
+    "logo_unreadable": "Cannot read the file %(file)s: %(reason)s.",
+    "logo_text_mode": "Open the file in binary mode ('rb').",
+    "logo_type": (
+        "Must be Logo(filename, content), bytes, a binary file, a path, "
+        "or a (filename, bytes or file[, content_type]) tuple."
+    ),
+    "logo_format": "Must be a png or jpg image.",
 }
+
+#: The client's words for each :func:`phone_problem` (``MESSAGES["phone_<problem>"]``).
+PHONE_MESSAGES = {
+    problem: MESSAGES[f"phone_{problem}"]
+    for problem in ("no_plus", "not_digits", "country_code", "too_short", "too_long")
+}
+
+
+def message(code: str, params: Mapping[str, Any]) -> str:
+    """The English message of a problem: :data:`MESSAGES` with its parameters filled in."""
+    return MESSAGES[code] % {
+        name: ", ".join(str(item) for item in value) if isinstance(value, tuple) else value
+        for name, value in params.items()
+    }
 
 
 class Checker:
     """Collects field errors while a request body is built; :meth:`done` raises them all."""
 
     def __init__(self) -> None:
-        self.field_errors: dict[str, list[str]] = {}
+        self.problems: dict[str, list[Problem]] = {}
 
-    def fail(self, path: str, message: str) -> None:
-        self.field_errors.setdefault(path, []).append(message)
+    @property
+    def field_errors(self) -> dict[str, list[str]]:
+        """The problems' English messages by field path."""
+        return {path: [problem.message for problem in items] for path, items in self.problems.items()}
+
+    def fail(self, path: str, code: str, **params: Any) -> None:
+        """Record a problem of the field at ``path``: a code of :data:`MESSAGES` and its parameters."""
+        self.problems.setdefault(path, []).append(Problem(code, message(code, params), params))
 
     def done(self) -> None:
-        if self.field_errors:
-            raise ValidationError(
-                "invalid request, nothing was sent", field_errors=self.field_errors, sent=False
-            )
+        if self.problems:
+            raise ValidationError("invalid request, nothing was sent", problems=self.problems, sent=False)
 
     # --- scalars ----------------------------------------------------------------------
 
     def text(self, path: str, value: Any, *, required: bool = True) -> str | None:
         if value is None:
             if required:
-                self.fail(path, "This field is required.")
+                self.fail(path, "required")
             return None
         if not isinstance(value, str) or not value.strip():
-            self.fail(path, "Must be a non-empty string.")
+            self.fail(path, "not_text")
             return None
         return value.strip()
 
     def amount(self, path: str, value: Any, *, required: bool = True) -> Decimal | None:
         if value is None:
             if required:
-                self.fail(path, "This field is required.")
+                self.fail(path, "required")
             return None
         try:
             amount = parse_amount(value)
             to_piasters(amount)
         except MoneyError as exc:
-            message = str(exc)
-            self.fail(path, f"{message[:1].upper()}{message[1:]}.")
+            self.fail(path, exc.code, **exc.params)
             return None
         if amount <= 0:
-            self.fail(path, "Must be greater than zero.")
+            self.fail(path, "not_positive")
             return None
         return amount
 
@@ -152,10 +230,10 @@ class Checker:
             pct = parse_amount(value)
             to_piasters(pct)
         except MoneyError:
-            self.fail(path, "Must be a Decimal percentage with at most two decimals.")
+            self.fail(path, "percentage_invalid")
             return None
         if not Decimal(0) <= pct <= Decimal(100):
-            self.fail(path, "Must be between 0 and 100.")
+            self.fail(path, "percentage_range", min=0, max=100)
             return None
         return pct
 
@@ -165,7 +243,7 @@ class Checker:
             return None
         code = spelled(value, CURRENCIES) if isinstance(value, str) else None
         if code is None:
-            self.fail(path, f"Must be one of {', '.join(CURRENCIES)}.")
+            self.fail(path, "one_of", choices=tuple(CURRENCIES))
         return code
 
     def name_of(self, path: str, value: Any, known: Sequence[str], *, required: bool = True) -> str | None:
@@ -193,7 +271,7 @@ class Checker:
         """
         if value is None:
             if required:
-                self.fail(f"{path}.amount", "This field is required.")
+                self.fail(f"{path}.amount", "required")
             return None
         given: Any = None
         raw: Any
@@ -202,12 +280,10 @@ class Checker:
         elif isinstance(value, Mapping):
             unknown = sorted(str(key) for key in value if key not in ("amount", "currency"))
             if unknown:
-                self.fail(
-                    path, f"Unknown key(s): {', '.join(unknown)}. An amount object has amount and currency."
-                )
+                self.fail(path, "amount_object_keys", keys=tuple(unknown))
             raw, given = value.get("amount"), value.get("currency")
             if raw is None:
-                self.fail(f"{path}.amount", "This field is required.")
+                self.fail(f"{path}.amount", "required")
                 return None
         else:
             raw = value
@@ -217,7 +293,7 @@ class Checker:
         if (given is not None and inside is None) or (currency is not None and apart is None):
             return None
         if inside is not None and apart is not None and inside != apart:
-            self.fail(f"{path}.currency", f"Given twice: {inside} in the object, {apart} apart.")
+            self.fail(f"{path}.currency", "currency_twice", inside=inside, apart=apart)
             return None
         code = inside or apart or default_currency
         if amount is None or code is None:
@@ -232,27 +308,27 @@ class Checker:
         if piasters is None:
             return self.amount("amount", amount), None
         if isinstance(piasters, bool) or not isinstance(piasters, int) or piasters <= 0:
-            self.fail("amount_piasters", "Must be a whole number of piasters greater than zero.")
+            self.fail("amount_piasters", "piasters_invalid")
             return (self.amount("amount", amount) if amount is not None else None), None
         if amount is None:
             return from_piasters(piasters), piasters
         charged = self.amount("amount", amount)
         if charged is not None and to_piasters(charged) != piasters:
-            self.fail("amount_piasters", f"Does not match amount ({to_piasters(charged)} piasters).")
+            self.fail("amount_piasters", "piasters_mismatch", piasters=to_piasters(charged))
             return None, None
         return charged, piasters
 
     def person_name(self, path: str, value: Any) -> str | None:
         name = self.text(path, value)
         if name is not None and name_problem(name):
-            self.fail(path, "Must contain a first and a last name separated by a space.")
+            self.fail(path, "name_one_word")
             return None
         return name
 
     def email(self, path: str, value: Any, *, required: bool = True) -> str | None:
         email = self.text(path, value, required=required)
         if email is not None and not _EMAIL.match(email):
-            self.fail(path, "Must be a valid e-mail address.")
+            self.fail(path, "email_invalid")
             return None
         return email
 
@@ -263,7 +339,7 @@ class Checker:
         phone = normalise_phone(phone)
         problem = phone_problem(phone)
         if problem:
-            self.fail(path, PHONE_MESSAGES[problem])
+            self.fail(path, f"phone_{problem}")
             return None
         return phone
 
@@ -273,16 +349,16 @@ class Checker:
             return str(value)
         if isinstance(value, str) and value.strip():
             return value.strip()
-        self.fail(path, "Must be a positive whole number or a non-empty string.")
+        self.fail(path, "identifier_invalid")
         return None
 
     def positive_int(self, path: str, value: Any, *, required: bool = True) -> int | None:
         if value is None:
             if required:
-                self.fail(path, "This field is required.")
+                self.fail(path, "required")
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            self.fail(path, "Must be a whole number greater than zero.")
+            self.fail(path, "not_positive_int")
             return None
         return value
 
@@ -290,7 +366,7 @@ class Checker:
         if value is None:
             return None
         if not isinstance(value, bool):
-            self.fail(path, "Must be true or false.")
+            self.fail(path, "not_boolean")
             return None
         return value
 
@@ -298,10 +374,10 @@ class Checker:
         """A date as the spec writes it: ``YYYY-MM-DD``."""
         if value is None:
             if required:
-                self.fail(path, "This field is required.")
+                self.fail(path, "required")
             return None
         if isinstance(value, dt.datetime):
-            self.fail(path, "Must be a date, not a date and time.")
+            self.fail(path, "date_with_time")
             return None
         if isinstance(value, dt.date):
             return value.isoformat()
@@ -310,7 +386,7 @@ class Checker:
                 return dt.date.fromisoformat(value.strip()).isoformat()
             except ValueError:
                 pass
-        self.fail(path, "Must be a date (datetime.date or YYYY-MM-DD).")
+        self.fail(path, "date_invalid")
         return None
 
     def recurring(self, flag_path: str, flag: Any, expiry_date: Any, minimum_days: Any) -> dict[str, Any]:
@@ -322,7 +398,7 @@ class Checker:
                 ("minimum_days_between_payments", minimum_days),
             ):
                 if value is not None:
-                    self.fail(path, f"Only allowed when {flag_path} is true.")
+                    self.fail(path, "only_when_recurring", flag=flag_path)
             return {} if enabled is None else {flag_path: False}
         return {
             flag_path: True,
@@ -338,7 +414,7 @@ class Checker:
         elif isinstance(value, BillingData):
             name, email, phone = value.name, value.email, value.phone_number
         else:
-            self.fail("billing_data", "Must be BillingData(name, email, phone_number).")
+            self.fail("billing_data", "billing_data_type")
             return None
         return {
             "name": self.person_name("billing_data.name", name),
@@ -350,7 +426,7 @@ class Checker:
         if value is None:
             return []
         if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-            self.fail(path, "Must be a list.")
+            self.fail(path, "not_list")
             return []
         return value
 
@@ -367,19 +443,17 @@ class Checker:
             elif isinstance(item, Mapping):
                 label, field_value = item.get("field_label"), item.get("field_value")
             else:
-                self.fail(path, "Must be CustomFieldValue(field_label, field_value).")
+                self.fail(path, "custom_field_value_type")
                 continue
             label = self.text(f"{path}.field_label", label)
             if isinstance(field_value, float) or not isinstance(field_value, (str, int, Decimal)):
-                self.fail(f"{path}.field_value", "Must be a string, an int, a Decimal or a boolean.")
+                self.fail(f"{path}.field_value", "custom_field_value_invalid")
             elif isinstance(field_value, Decimal):
                 # In a request body a Decimal is money: at most two decimals. Other numbers go as text.
                 try:
                     to_piasters(field_value)
                 except MoneyError:
-                    self.fail(
-                        f"{path}.field_value", "A Decimal value must be finite with at most two decimals."
-                    )
+                    self.fail(f"{path}.field_value", "custom_field_decimal")
             out.append({"field_label": label, "field_value": field_value})
         return out
 
@@ -397,14 +471,14 @@ class Checker:
                     field_choices=item.get("field_choices"),
                 )
             if not isinstance(item, CustomFieldDefinition):
-                self.fail(path, "Must be CustomFieldDefinition(field_label, field_type, ...).")
+                self.fail(path, "custom_field_definition_type")
                 continue
             definition: dict[str, Any] = {"field_label": self.text(f"{path}.field_label", item.field_label)}
             field_type = (
                 spelled(item.field_type, CUSTOM_FIELD_TYPES) if isinstance(item.field_type, str) else None
             )
             if field_type is None:
-                self.fail(f"{path}.field_type", f"Must be one of {', '.join(CUSTOM_FIELD_TYPES)}.")
+                self.fail(f"{path}.field_type", "one_of", choices=tuple(CUSTOM_FIELD_TYPES))
             definition["field_type"] = field_type
             required = self.boolean(f"{path}.required", item.required)
             if required is not None:
@@ -414,15 +488,13 @@ class Checker:
                 if isinstance(choices, str):
                     choices = [c.strip() for c in choices.split(",")]
                 if not isinstance(choices, Sequence) or not [c for c in choices if str(c).strip()]:
-                    self.fail(f"{path}.field_choices", "A DROPDOWNLIST needs at least one choice.")
+                    self.fail(f"{path}.field_choices", "choices_missing")
                 elif any("," in str(c) for c in choices):
-                    self.fail(
-                        f"{path}.field_choices", "Choices are sent comma-separated, so none may hold a comma."
-                    )
+                    self.fail(f"{path}.field_choices", "choice_with_comma")
                 else:
                     definition["field_choices"] = ",".join(str(c).strip() for c in choices if str(c).strip())
             elif choices is not None:
-                self.fail(f"{path}.field_choices", "Only a DROPDOWNLIST has choices.")
+                self.fail(f"{path}.field_choices", "choices_not_allowed")
             out.append(definition)
         return out
 
@@ -438,7 +510,7 @@ class Checker:
             elif isinstance(item, Mapping):
                 tag_id, name = item.get("id"), item.get("name")
             else:
-                self.fail(f"tags.{i}", "Must be Tag(id, name).")
+                self.fail(f"tags.{i}", "tag_type")
                 continue
             out.append(
                 {"id": self.positive_int(f"tags.{i}.id", tag_id), "name": self.text(f"tags.{i}.name", name)}
@@ -457,12 +529,12 @@ class Checker:
         if isinstance(value, str):
             items: Sequence[Any] = [item for item in value.split(",") if item.strip()]
         elif isinstance(value, (bytes, bytearray, Mapping)) or not isinstance(value, Sequence):
-            self.fail(path, "Must be a list of names or comma-separated text.")
+            self.fail(path, "names_invalid")
             return None
         else:
             items = value
         if any(not isinstance(item, str) or not item.strip() for item in items):
-            self.fail(path, "Each name must be a non-empty string.")
+            self.fail(path, "name_blank")
             return None
         names: list[str] = []
         unknown: list[str] = []
@@ -474,10 +546,10 @@ class Checker:
             if name not in names:
                 names.append(name)
         if not names:
-            self.fail(path, "Must name at least one.")
+            self.fail(path, "names_empty")
             return None
         if only_known and unknown:
-            self.fail(path, f"Unknown: {', '.join(unknown)}. Allowed: {', '.join(known)}.")
+            self.fail(path, "names_unknown", unknown=tuple(unknown), allowed=tuple(known))
             return None
         return names
 
@@ -496,7 +568,7 @@ class Checker:
         """Direct order's ``payment_methods`` (case-insensitive at the service): sent as an array, ``card``
         and ``kiosk`` spelled as in ``pay_using``, other names as given."""
         if value is None:
-            self.fail(path, "This field is required.")
+            self.fail(path, "required")
             return None
         return self.names(path, value, KNOWN_PAY_USING, only_known=False)
 
@@ -518,16 +590,14 @@ class Checker:
                 return dumps_json(value)
             except (MoneyError, TypeError, ValueError, RecursionError):
                 pass
-        self.fail(
-            path, "Must be text, a whole number, a Decimal, a boolean, or a JSON object or list of those."
-        )
+        self.fail(path, "form_value_invalid")
         return None
 
     def logo(self, value: Any) -> Logo | None:
         """A png or jpg logo from a :class:`Logo`, bytes, a binary file object, a path, or a requests-style
         tuple ``(filename, bytes or file object[, content_type[, headers]])``. Judged by its content."""
         if value is None:
-            self.fail("logo", "This field is required.")
+            self.fail("logo", "required")
             return None
         name: Any = None
         content_type: Any = None
@@ -542,7 +612,9 @@ class Checker:
                 with open(value, "rb") as handle:
                     content = handle.read()
             except OSError as exc:
-                self.fail("logo", f"Cannot read the file {os.fspath(value)!r}: {exc.strerror or exc}.")
+                self.fail(
+                    "logo", "logo_unreadable", file=repr(os.fspath(value)), reason=str(exc.strerror or exc)
+                )
                 return None
             name = os.fspath(value)
         else:
@@ -553,23 +625,19 @@ class Checker:
                 name = name if isinstance(name, (str, os.PathLike)) else None
             content = content.read()
             if isinstance(content, str):
-                self.fail("logo", "Open the file in binary mode ('rb').")
+                self.fail("logo", "logo_text_mode")
                 return None
         if isinstance(content, (bytearray, memoryview)):
             content = bytes(content)
         if not isinstance(content, bytes) or not (name is None or isinstance(name, (str, os.PathLike))):
-            self.fail(
-                "logo",
-                "Must be Logo(filename, content), bytes, a binary file, a path, "
-                "or a (filename, bytes or file[, content_type]) tuple.",
-            )
+            self.fail("logo", "logo_type")
             return None
         if content.startswith(_PNG):
             kind, extension = "image/png", "png"
         elif content.startswith(_JPEG):
             kind, extension = "image/jpeg", "jpg"
         else:
-            self.fail("logo", "Must be a png or jpg image.")
+            self.fail("logo", "logo_format")
             return None
         filename = os.path.basename(os.fspath(name)) if name else ""
         if content_type is not None and not isinstance(content_type, str):

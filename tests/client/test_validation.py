@@ -16,7 +16,7 @@ from django_paycollect.client import (
     Tag,
     ValidationError,
 )
-from django_paycollect.client.validation import PHONE_MESSAGES, normalise_phone
+from django_paycollect.client.validation import MESSAGES, PHONE_MESSAGES, normalise_phone
 
 from .support import (
     BASE_URL,
@@ -84,7 +84,36 @@ def refused(rsps: Any, call: Any) -> dict[str, list[str]]:
     for path, messages in error.field_errors.items():
         assert f"{path}: " in str(error)
         assert all(isinstance(m, str) and m for m in messages)
+    # Each message comes with its problem: a code of MESSAGES and the parameters its words were made of.
+    assert {path: [p.message for p in items] for path, items in error.problems.items()} == error.field_errors
+    for problem in (p for items in error.problems.values() for p in items):
+        assert problem.code in MESSAGES
+        assert str(problem) == problem.message
     return error.field_errors
+
+
+def test_problems_carry_stable_codes_and_the_parameters_of_their_words(client, rsps):
+    with pytest.raises(ValidationError) as caught:
+        client.pay(
+            **pay_kwargs(
+                currency="XYZ",
+                amount=Decimal("10.001"),
+                billing_data={"name": "Mona", "email": PAYER_EMAIL, "phone_number": "0100"},
+                is_recurring=False,
+                expiry_date=dt.date(2030, 1, 1),
+            )
+        )
+    problems = {
+        path: [(p.code, dict(p.params)) for p in items] for path, items in caught.value.problems.items()
+    }
+    assert problems == {
+        "currency": [("one_of", {"choices": ("EGP", "USD", "EUR", "SAR", "AED", "GBP")})],
+        "amount": [("amount_decimals", {"value": "10.001"})],
+        "billing_data.name": [("name_one_word", {})],
+        "billing_data.phone_number": [("phone_no_plus", {})],
+        "expiry_date": [("only_when_recurring", {"flag": "is_recurring"})],
+    }
+    assert len(rsps.calls) == 0
 
 
 # --- currencies ---------------------------------------------------------------------------
