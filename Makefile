@@ -40,7 +40,7 @@ HYPOTHESIS_PROFILE ?= default
 PYTEST = PAYCOLLECT_HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/python -m pytest
 
 .PHONY: install install-browser test test-suite test-matrix test-postgres test-worker test-browser lint format typecheck \
-	bench docs dist demo clean
+	bench docs dist demo clean messages compile-messages
 
 install: $(STAMP)
 
@@ -52,10 +52,26 @@ $(STAMP): setup.cfg pyproject.toml
 	@$(BIN)/python -c 'import django, sys; print("$(VENV): Django", django.get_version(), "on Python", sys.version.split()[0])'
 	touch $(STAMP)
 
+# The translation catalogues (.po, committed) and what Django reads (.mo, compiled here, never committed):
+# the app's and the sandbox's. Needs GNU gettext (Debian: apt-get install gettext).
+PO_FILES := $(wildcard django_paycollect/locale/*/LC_MESSAGES/django.po django_paycollect/sandbox/locale/*/LC_MESSAGES/django.po)
+MO_FILES := $(PO_FILES:.po=.mo)
+
+# After marking or changing strings: the catalogues made anew from the sources (then translate and run again).
+messages: $(STAMP)
+	$(BIN)/python .ci/messages.py update
+
+compile-messages: $(MO_FILES)
+
+$(MO_FILES) &: $(PO_FILES) | $(STAMP)
+	$(BIN)/python .ci/messages.py compile
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy django_paycollect
+	@# Every marked string in the catalogues, translated (see .ci/messages.py).
+	$(BIN)/python .ci/messages.py check
 	@# Models and migrations must agree, so no user's makemigrations writes into site-packages.
 	$(BIN)/python -m django makemigrations --check --dry-run --skip-checks --settings=tests.settings
 
@@ -64,7 +80,7 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 # The browser suite is test-browser's: Playwright's event loop must not share a process with the others.
-test: lint
+test: lint $(MO_FILES)
 	$(PYTEST) $(XDIST) -m "not browser" --cov --cov-report= $(PYTEST_ARGS)
 	$(BIN)/coverage report --skip-covered
 	@echo "--- django_paycollect.client (line coverage, at least 95%):"
@@ -72,7 +88,7 @@ test: lint
 
 # The whole suite on SQLite, without coverage, and the migrations check: one run of the matrix. Worker and
 # PostgreSQL tests skip here as they do without their services; the browser suite is test-browser's.
-test-suite: $(STAMP)
+test-suite: $(STAMP) $(MO_FILES)
 	$(BIN)/python -m django makemigrations --check --dry-run --skip-checks --settings=tests.settings
 	env -u PAYCOLLECT_TEST_POSTGRES -u PAYCOLLECT_TEST_REDIS $(PYTEST) $(XDIST) -m "not browser" $(PYTEST_ARGS)
 
@@ -85,14 +101,14 @@ test-matrix:
 # The whole suite on PostgreSQL, where row locks are real (the race tests run only there); the browser suite
 # is test-browser's (the example project it drives runs on its own SQLite file).
 # Needs PAYCOLLECT_TEST_POSTGRES=host:port:dbname:user; `eval "$$(bash .ci/postgres.sh)"` starts one.
-test-postgres: $(STAMP)
+test-postgres: $(STAMP) $(MO_FILES)
 	@test -n "$$PAYCOLLECT_TEST_POSTGRES" || { echo "set PAYCOLLECT_TEST_POSTGRES (see .ci/postgres.sh)"; exit 2; }
 	env -u PAYCOLLECT_TEST_REDIS $(PYTEST) $(XDIST) -m "not browser" $(PYTEST_ARGS)
 
 # Real Redis broker and Celery worker processes against PostgreSQL (tests/worker), in one pytest process:
 # the tests start the workers themselves.
 # Needs PAYCOLLECT_TEST_POSTGRES and PAYCOLLECT_TEST_REDIS: eval "$$(bash .ci/postgres.sh)"; eval "$$(bash .ci/redis.sh)"
-test-worker: $(STAMP)
+test-worker: $(STAMP) $(MO_FILES)
 	@test -n "$$PAYCOLLECT_TEST_POSTGRES" -a -n "$$PAYCOLLECT_TEST_REDIS" || { echo "set PAYCOLLECT_TEST_POSTGRES and PAYCOLLECT_TEST_REDIS (see .ci/postgres.sh, .ci/redis.sh)"; exit 2; }
 	$(PYTEST) -m worker tests/worker $(PYTEST_ARGS)
 
@@ -108,7 +124,7 @@ $(DOCS_STAMP): $(STAMP)
 	touch $(DOCS_STAMP)
 
 # The sdist and the wheel in dist/, built without a warning and checked by twine (see .ci/dist.sh).
-dist: $(STAMP)
+dist: $(STAMP) $(MO_FILES)
 	bash .ci/dist.sh $(BIN)/python
 
 # The example project on http://127.0.0.1:8000: SQLite, the sandbox mounted in place of the service (no
@@ -117,7 +133,7 @@ DEMO_HOST ?= 127.0.0.1
 DEMO_PORT ?= 8000
 DEMO_MANAGE = CLUBSITE_SITE_URL=http://$(DEMO_HOST):$(DEMO_PORT) $(BIN)/python example_project/manage.py
 
-demo: $(STAMP)
+demo: $(STAMP) $(MO_FILES)
 	$(DEMO_MANAGE) migrate --noinput
 	$(DEMO_MANAGE) demo_setup
 	@# runserver is threaded: the site calls the mounted sandbox, whose callbacks call the site back.
@@ -134,7 +150,7 @@ $(BROWSER_STAMP): $(STAMP)
 # Chromium tests of the example project and of the documentation site (built first). Skipped by `make test`
 # without /usr/bin/chromium and playwright (see .ci/browser.sh); here a missing browser is an error.
 # PAYCOLLECT_UPDATE_SCREENSHOTS=1 also refreshes docs/_static/screenshots/. Artifacts: test-artifacts/browser/.
-test-browser: $(BROWSER_STAMP)
+test-browser: $(BROWSER_STAMP) $(MO_FILES)
 	@test -f docs/_build/html/quickstart.html || { echo "build the docs first: make docs"; exit 2; }
 	PAYCOLLECT_REQUIRE_BROWSER=1 $(PYTEST) tests/browser $(PYTEST_ARGS)
 

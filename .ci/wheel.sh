@@ -2,8 +2,8 @@
 # The built wheel, as a new user gets it: installed (not the checkout) into a fresh virtualenv on Python 3.13
 # with Django 6.1, in a project made by `django-admin startproject` and set up as the quick start says
 # (INSTALLED_APPS, PAYCOLLECT, the URLs, Celery). Then migrate, check, collectstatic, and a test that uses the
-# shipped paycollect_sandbox fixture: proof that the templates, migrations, static files and the pytest
-# plugin are in the wheel. Usage: make dist && bash .ci/wheel.sh
+# shipped paycollect_sandbox fixture: proof that the templates, migrations, static files, the compiled
+# translation catalogues and the pytest plugin are in the wheel. Usage: make dist && bash .ci/wheel.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
@@ -151,6 +151,20 @@ def test_a_payment_is_started_paid_refunded_and_shown(paycollect_sandbox, settin
     )
     assert started.status_code == 201, started.content
     assert started.json()["amount"] == "80.00"
+
+
+def test_the_compiled_arabic_catalogues_are_in_the_wheel():
+    from pathlib import Path
+
+    from django.utils import translation
+
+    import django_paycollect
+
+    with translation.override("ar"):
+        waiting = get_template("paycollect/return_waiting.html").render({})
+    assert 'dir="rtl"' in waiting and "جارٍ تأكيد دفعتك" in waiting
+    package = Path(django_paycollect.__file__).parent
+    assert (package / "sandbox" / "locale" / "ar" / "LC_MESSAGES" / "django.mo").is_file()
 PY
 python -m pytest -q -p no:cacheprovider test_payments.py
 echo "The wheel works in a new project."

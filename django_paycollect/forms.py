@@ -127,15 +127,19 @@ class BillingDataForm(forms.Form):
         max_length=200,
         help_text=_("First and last name."),
         validators=[validate_person_name],
-        widget=forms.TextInput(attrs={"autocomplete": "name"}),
+        # dir="auto": a name typed in Arabic reads right to left, one in Latin letters left to right.
+        widget=forms.TextInput(attrs={"autocomplete": "name", "dir": "auto"}),
     )
-    email = forms.EmailField(label=_("E-mail"), widget=forms.EmailInput(attrs={"autocomplete": "email"}))
+    email = forms.EmailField(
+        label=_("E-mail"), widget=forms.EmailInput(attrs={"autocomplete": "email", "dir": "ltr"})
+    )
     phone_number = forms.CharField(
         label=_("Mobile phone"),
         max_length=32,
         help_text=_("With + and the country code, for example +201001234567."),
         validators=[validate_phone_number],
-        widget=forms.TextInput(attrs={"autocomplete": "tel", "inputmode": "tel"}),
+        # Left to right on right-to-left pages too, so the + stays before the country code.
+        widget=forms.TextInput(attrs={"autocomplete": "tel", "inputmode": "tel", "dir": "ltr"}),
     )
 
     def clean_name(self) -> str:

@@ -13,21 +13,27 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any, ClassVar
 
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
+from . import problem_messages
 from .client import CURRENCIES, DEFAULT_CURRENCY, DEFAULT_PAY_USING
 from .client.validation import Checker
 from .ids import canonical_uuid, looks_like_uuid
 
 
 def _spec_rule(rule: Callable[..., Any], **options: Any) -> Callable[[Any], Any]:
-    """A DRF validator running one of the client's checks on the field's value."""
+    """A DRF validator running one of the client's checks on the field's value (its messages in the
+    active language)."""
 
     def validate(value: Any) -> Any:
         check = Checker()
         rule(check, "value", value, **options)
-        if check.field_errors:
-            raise serializers.ValidationError([m for ms in check.field_errors.values() for m in ms])
+        if check.problems:
+            raise serializers.ValidationError(
+                [problem_messages.message(p) for problems in check.problems.values() for p in problems]
+            )
         return value
 
     return validate
@@ -80,9 +86,12 @@ class CustomFieldDefinitionSerializer(serializers.Serializer[dict[str, Any]]):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         check = Checker()
         check.custom_field_definitions([attrs])
-        if check.field_errors:
+        if check.problems:
             raise serializers.ValidationError(
-                {path.rsplit(".", 1)[-1]: msgs for path, msgs in check.field_errors.items()}
+                {
+                    path.rsplit(".", 1)[-1]: problem_messages.messages(problems)
+                    for path, problems in check.problems.items()
+                }
             )
         return attrs
 
@@ -129,7 +138,7 @@ class DirectOrderSerializer(serializers.Serializer[dict[str, Any]]):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         discount = attrs.get("discount_amount")
         if discount is not None and discount >= attrs["amount"]:
-            raise serializers.ValidationError({"discount_amount": ["Must be less than the amount."]})
+            raise serializers.ValidationError({"discount_amount": [_("Must be less than the amount.")]})
         return attrs
 
 
@@ -162,7 +171,7 @@ CALLBACK_FIELDS = frozenset(
 class TransactionUuidField(serializers.CharField):
     """A transaction uuid, in its canonical form (lower case, with dashes) whatever spelling was sent."""
 
-    default_error_messages = {"not_uuid": "Not a transaction uuid."}
+    default_error_messages = {"not_uuid": _("Not a transaction uuid.")}
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("max_length", 64)
@@ -187,7 +196,7 @@ def claimed_uuid(attrs: dict[str, Any]) -> str:
         other = canonical_uuid(other)
         if uuid and canonical_uuid(uuid) != other:
             raise serializers.ValidationError(
-                {"transaction_id": ["Names another transaction than transaction_uuid."]}
+                {"transaction_id": [_("Names another transaction than transaction_uuid.")]}
             )
         uuid = uuid or other
     return uuid
@@ -196,7 +205,7 @@ def claimed_uuid(attrs: dict[str, Any]) -> str:
 class TransactionIdField(serializers.Field):  # type: ignore[type-arg]
     """``transaction_id``: the uuid (the spec's example callback) or the integer id (Pay's answer)."""
 
-    default_error_messages = {"invalid": "Must be a transaction uuid or an integer id."}
+    default_error_messages = {"invalid": _("Must be a transaction uuid or an integer id.")}
 
     def to_internal_value(self, data: Any) -> str | int:
         if isinstance(data, bool) or not isinstance(data, (str, int)):
@@ -299,12 +308,12 @@ class CallbackBodySerializer(HintsSerializer):
         uuid = claimed_uuid(attrs)
         if not uuid:
             raise serializers.ValidationError(
-                {"transaction_uuid": ["Required (or a transaction_id holding the uuid)."]}
+                {"transaction_uuid": [_("Required (or a transaction_id holding the uuid).")]}
             )
         attrs["transaction_uuid"] = uuid
         if not attrs.get("transaction_status") and "transaction_status" not in self.hint_errors:
             # Every callback the spec shows says a status: one without is noted, and still verified.
-            self.hint_errors["transaction_status"] = ["No status was sent."]
+            self.hint_errors["transaction_status"] = [gettext("No status was sent.")]
         return attrs
 
 

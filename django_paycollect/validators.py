@@ -21,6 +21,7 @@ from .client.money import MoneyError, parse_amount
 from .client.validation import name_problem, normalise_phone, phone_problem
 from .conf import paycollect_settings
 from .exceptions import PayCollectConfigurationError
+from .problem_messages import MESSAGES
 
 __all__ = [
     "PHONE_ERRORS",
@@ -31,20 +32,17 @@ __all__ = [
 ]
 
 #: For each of the client's phone problems, what the person filling the form is told (words that suit a
-#: customer typing their own number and a staff member typing a customer's).
+#: customer typing their own number and a staff member typing a customer's), in the active language.
 PHONE_ERRORS = {
-    "no_plus": _("Start with + and the country code, for example +201001234567."),
-    "not_digits": _("Use only digits after the +, for example +201001234567."),
-    "country_code": _("After the + comes the country code, which never starts with 0 (for example +20…)."),
-    "too_short": _("This number is too short: + and the country code, then the number."),
-    "too_long": _("This number is too long: at most 15 digits after the +, country code included."),
+    problem: MESSAGES[f"phone_{problem}"]
+    for problem in ("no_plus", "not_digits", "country_code", "too_short", "too_long")
 }
 
 
 def validate_person_name(value: Any) -> None:
     """A first and a last name, as the service demands of the payer's name."""
     if not isinstance(value, str) or name_problem(value):
-        raise ValidationError(_("Enter a first and a last name, separated by a space."), code="one_word")
+        raise ValidationError(MESSAGES["name_one_word"], code="one_word")
 
 
 def validate_phone_number(value: Any) -> None:

@@ -370,11 +370,30 @@ class TransactionStatusChange(models.Model):
     source = models.CharField(max_length=32)
     at = models.DateTimeField(default=timezone.now)
 
+    #: What ``source`` says caused the change, in words.
+    SOURCE_LABELS = {
+        "pay": _("pay"),
+        "sync": _("sync"),
+        "callback": _("callback"),
+        "return": _("customer's return"),
+        "admin": _("admin"),
+        "reconcile": _("reconciliation"),
+    }
+
     class Meta:
         ordering = ["at", "pk"]
 
     def __str__(self) -> str:
         return f"{self.from_status} -> {self.to_status} ({self.source})"
+
+    def get_from_status_display(self) -> str:
+        return str(dict(Transaction.STATUS_CHOICES).get(self.from_status, self.from_status))
+
+    def get_to_status_display(self) -> str:
+        return str(dict(Transaction.STATUS_CHOICES).get(self.to_status, self.to_status))
+
+    def get_source_display(self) -> str:
+        return str(self.SOURCE_LABELS.get(self.source, self.source))
 
 
 class DirectOrder(models.Model):

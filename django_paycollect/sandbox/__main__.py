@@ -36,6 +36,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="comma-separated seconds between callback attempts (default 1,5,30,120,600)",
     )
+    parser.add_argument(
+        "--language",
+        default="en-us",
+        help="language of the answers to clients that ask for none (default en-us; ar for Arabic); "
+        "browsers get the pages in the language they ask for",
+    )
     parser.add_argument("--info-file", default=None, help="also write the printed details to this JSON file")
     parser.add_argument("--quiet", action="store_true", help="do not log each request")
     return parser.parse_args(argv)
@@ -52,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["DJANGO_SETTINGS_MODULE"] = "django_paycollect.sandbox.settings"
     os.environ["PAYCOLLECT_SANDBOX_DB"] = str(Path(args.db).resolve())
     os.environ["PAYCOLLECT_SANDBOX_PREFIX"] = args.prefix.strip("/")
+    os.environ["PAYCOLLECT_SANDBOX_LANGUAGE"] = args.language
     if args.callback_retry_delays is not None:
         os.environ["PAYCOLLECT_SANDBOX_CALLBACK_RETRY_DELAYS"] = args.callback_retry_delays
 

@@ -8,9 +8,12 @@ Input is read tolerantly where the spec is loose (amounts as JSON numbers or dec
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from . import conf
@@ -22,11 +25,20 @@ CUSTOM_FIELD_TYPES = ("TEXT", "NUMBER", "CHECKBOX", "DROPDOWNLIST")
 APP_MODULES = ("Service", "Bill", "Event", "Product", "Training", "Sport", "Course")
 
 
+def one_of(allowed: Sequence[str]) -> str:
+    return gettext("Must be one of %(allowed)s.") % {"allowed": ", ".join(allowed)}
+
+
+def not_one_of(item: Any, allowed: Sequence[str]) -> str:
+    text = gettext("%(item)s is not one of %(allowed)s.")
+    return text % {"item": repr(item), "allowed": ", ".join(allowed)}
+
+
 def validate_phone(value: str) -> str:
     compact = re.sub(r"[\s\-()]", "", value)
     if not PHONE_RE.match(compact):
         raise serializers.ValidationError(
-            "Enter a phone number prefixed with its country code, e.g. +201001234567."
+            gettext("Enter a phone number prefixed with its country code, e.g. +201001234567.")
         )
     return compact
 
@@ -34,14 +46,16 @@ def validate_phone(value: str) -> str:
 def validate_full_name(value: str) -> str:
     parts = value.split()
     if len(parts) < 2:
-        raise serializers.ValidationError("Enter a first and a last name separated by a space.")
+        raise serializers.ValidationError(gettext("Enter a first and a last name separated by a space."))
     return " ".join(parts)
 
 
 def check_maximum(value: Decimal) -> None:
     limit = conf.get_settings().max_amount
     if value > limit:
-        raise serializers.ValidationError(f"Ensure this amount is at most {limit}.", code="max_amount")
+        raise serializers.ValidationError(
+            gettext("Ensure this amount is at most %(limit)s.") % {"limit": limit}, code="max_amount"
+        )
 
 
 class MoneyField(serializers.DecimalField):
@@ -65,7 +79,7 @@ class CurrencyField(serializers.CharField):
     def to_internal_value(self, data: Any) -> str:
         value = str(super().to_internal_value(data)).upper()
         if value not in CURRENCIES:
-            raise serializers.ValidationError(f"Must be one of {', '.join(CURRENCIES)}.")
+            raise serializers.ValidationError(one_of(CURRENCIES))
         return value
 
 
@@ -75,7 +89,7 @@ class ScalarField(serializers.Field):  # type: ignore[type-arg]
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, str | bool | int | Decimal):
             return data
-        raise serializers.ValidationError("Must be a string, a number or a boolean.")
+        raise serializers.ValidationError(gettext("Must be a string, a number or a boolean."))
 
     def to_representation(self, value: Any) -> Any:
         return value
@@ -86,7 +100,7 @@ class PayUsingField(serializers.CharField):
         value = str(super().to_internal_value(data)).lower()
         known = conf.pay_using_values()
         if value not in known:
-            raise serializers.ValidationError(f"Must be one of {', '.join(known)}.")
+            raise serializers.ValidationError(one_of(known))
         return value
 
 
@@ -119,7 +133,7 @@ class PrepareAmountSerializer(serializers.Serializer):  # type: ignore[type-arg]
         return attrs
 
 
-ORIGINAL_AMOUNT_REQUIRED = (
+ORIGINAL_AMOUNT_REQUIRED = _(
     "This field is required: the service cost without fees (amount is what is charged). The spec marks it "
     "required; a sandbox with REQUIRE_ORIGINAL_AMOUNT set to false (settings or _control/config) accepts "
     "a payment without it."
@@ -152,13 +166,13 @@ class PaySerializer(serializers.Serializer):  # type: ignore[type-arg]
         except serializers.ValidationError as exc:
             errors = dict(exc.detail) if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
         if isinstance(data, dict) and data.get("amount") is None and data.get("amount_piasters") is None:
-            errors.setdefault("amount", ["This field is required."])
+            errors.setdefault("amount", [gettext("This field is required.")])
         if (
             isinstance(data, dict)
             and data.get("original_amount") is None
             and self.context.get("require_original_amount", True)
         ):
-            errors.setdefault("original_amount", [ORIGINAL_AMOUNT_REQUIRED])
+            errors.setdefault("original_amount", [str(ORIGINAL_AMOUNT_REQUIRED)])
         if errors:
             raise serializers.ValidationError(errors)
         return value
@@ -171,7 +185,7 @@ class PaySerializer(serializers.Serializer):  # type: ignore[type-arg]
         # The spec's kiosk example carries amount_piasters in place of amount and does not say which wins:
         # either is enough, and when both come they must agree.
         if amount is not None and piasters is not None and amount * 100 != piasters:
-            raise serializers.ValidationError({"amount_piasters": ["Does not match amount."]})
+            raise serializers.ValidationError({"amount_piasters": [gettext("Does not match amount.")]})
         if amount is None:
             attrs["amount"] = (Decimal(int(piasters or 0)) / 100).quantize(Decimal("0.01"))
             try:
@@ -181,16 +195,18 @@ class PaySerializer(serializers.Serializer):  # type: ignore[type-arg]
         if attrs.get("is_recurring"):
             errors: dict[str, list[str]] = {}
             if not attrs.get("expiry_date"):
-                errors["expiry_date"] = ["Required for a recurring payment (YYYY-MM-DD)."]
+                errors["expiry_date"] = [gettext("Required for a recurring payment (YYYY-MM-DD).")]
             if not attrs.get("minimum_days_between_payments"):
-                errors["minimum_days_between_payments"] = ["Required for a recurring payment."]
+                errors["minimum_days_between_payments"] = [gettext("Required for a recurring payment.")]
             if attrs["pay_using"] != "card":
-                errors["pay_using"] = ["Recurring payments are charged to a card; use card."]
+                errors["pay_using"] = [gettext("Recurring payments are charged to a card; use card.")]
             if errors:
                 raise serializers.ValidationError(errors)
         labels = [item["field_label"] for item in attrs.get("custom_fields") or []]
         if len(labels) != len(set(labels)):
-            raise serializers.ValidationError({"custom_fields": ["Each field_label may appear once."]})
+            raise serializers.ValidationError(
+                {"custom_fields": [gettext("Each field_label may appear once.")]}
+            )
         return attrs
 
 
@@ -240,7 +256,7 @@ class CustomFieldDefinitionSerializer(serializers.Serializer):  # type: ignore[t
     def validate_field_type(self, value: str) -> str:
         upper = value.upper()
         if upper not in CUSTOM_FIELD_TYPES:
-            raise serializers.ValidationError(f"Must be one of {', '.join(CUSTOM_FIELD_TYPES)}.")
+            raise serializers.ValidationError(one_of(CUSTOM_FIELD_TYPES))
         return upper
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -248,7 +264,7 @@ class CustomFieldDefinitionSerializer(serializers.Serializer):  # type: ignore[t
         choices = [c.strip() for c in (attrs.get("field_choices") or "").split(",") if c.strip()]
         if attrs["field_type"] == "DROPDOWNLIST" and not choices:
             raise serializers.ValidationError(
-                {"field_choices": ["A DROPDOWNLIST needs comma-separated choices."]}
+                {"field_choices": [gettext("A DROPDOWNLIST needs comma-separated choices.")]}
             )
         attrs["field_choices"] = ",".join(choices) if attrs["field_type"] == "DROPDOWNLIST" else None
         return attrs
@@ -318,7 +334,10 @@ class DirectOrderSerializer(serializers.Serializer):  # type: ignore[type-arg]
         for item in value:
             lowered = item.strip().lower()
             if lowered not in known:
-                raise serializers.ValidationError(f"{item!r} is not a payment method ({', '.join(known)}).")
+                raise serializers.ValidationError(
+                    gettext("%(item)s is not a payment method (%(known)s).")
+                    % {"item": repr(item), "known": ", ".join(known)}
+                )
             if lowered not in methods:
                 methods.append(lowered)
         return methods
@@ -328,17 +347,17 @@ class DirectOrderSerializer(serializers.Serializer):  # type: ignore[type-arg]
         discount = attrs.get("discount_amount")
         if discount:
             if discount["currency"] != attrs["amount"]["currency"]:
-                errors["discount_amount"] = {"currency": ["Must be the currency of amount."]}
+                errors["discount_amount"] = {"currency": [gettext("Must be the currency of amount.")]}
             elif discount["amount"] >= attrs["amount"]["amount"]:
-                errors["discount_amount"] = {"amount": ["Must be less than the amount."]}
+                errors["discount_amount"] = {"amount": [gettext("Must be less than the amount.")]}
         if attrs.get("allow_recurring_payments"):
             if not attrs.get("expiry_date"):
-                errors["expiry_date"] = ["Required for a recurring order (YYYY-MM-DD)."]
+                errors["expiry_date"] = [gettext("Required for a recurring order (YYYY-MM-DD).")]
             if not attrs.get("minimum_days_between_payments"):
-                errors["minimum_days_between_payments"] = ["Required for a recurring order."]
+                errors["minimum_days_between_payments"] = [gettext("Required for a recurring order.")]
         labels = [item["field_label"] for item in attrs.get("custom_fields") or []]
         if len(labels) != len(set(labels)):
-            errors["custom_fields"] = ["Each field_label may appear once."]
+            errors["custom_fields"] = [gettext("Each field_label may appear once.")]
         if errors:
             raise serializers.ValidationError(errors)
         return attrs
@@ -360,11 +379,13 @@ class CreateCommunitySerializer(serializers.Serializer):  # type: ignore[type-ar
     def validate_logo(self, value: Any) -> Any:
         limit = conf.get_settings().logo_max_bytes
         if value.size > limit:
-            raise serializers.ValidationError(f"The logo may be at most {limit} bytes.")
+            raise serializers.ValidationError(
+                gettext("The logo may be at most %(limit)s bytes.") % {"limit": limit}
+            )
         head = value.read(8)
         value.seek(0)
         if logo_content_type(head) is None:
-            raise serializers.ValidationError("Upload a png or jpg image.")
+            raise serializers.ValidationError(gettext("Upload a png or jpg image."))
         return value
 
     def validate_app_modules(self, value: str) -> list[str]:
@@ -372,7 +393,7 @@ class CreateCommunitySerializer(serializers.Serializer):  # type: ignore[type-ar
         modules: list[str] = []
         for item in _comma_list(value):
             if item.lower() not in canonical:
-                raise serializers.ValidationError(f"{item!r} is not one of {', '.join(APP_MODULES)}.")
+                raise serializers.ValidationError(not_one_of(item, APP_MODULES))
             modules.append(canonical[item.lower()])
         return modules
 
@@ -382,7 +403,7 @@ class CreateCommunitySerializer(serializers.Serializer):  # type: ignore[type-ar
         for item in _comma_list(value):
             if item.lower() not in names:
                 allowed = ["Card", "Kiosk", *[n for n in names if n not in ("card", "kiosk")]]
-                raise serializers.ValidationError(f"{item!r} is not one of {', '.join(allowed)}.")
+                raise serializers.ValidationError(not_one_of(item, allowed))
             methods.append(names[item.lower()])
         return methods
 
@@ -390,13 +411,13 @@ class CreateCommunitySerializer(serializers.Serializer):  # type: ignore[type-ar
         names = conf.get_settings().network_names
         allowed = [names["bill_network"], names["kiosk_network"]]
         if value and value.lower() not in [a.lower() for a in allowed]:
-            raise serializers.ValidationError(f"Must be one of {', '.join(allowed)}.")
+            raise serializers.ValidationError(one_of(allowed))
         return value or names["kiosk_network"]
 
     def validate_wallet_processor(self, value: str) -> str:
         allowed = conf.get_settings().wallet_processors
         if value and value.lower() not in [a.lower() for a in allowed]:
-            raise serializers.ValidationError(f"Must be one of {', '.join(allowed)}.")
+            raise serializers.ValidationError(one_of(allowed))
         return value
 
     def validate_phone(self, value: str) -> str:

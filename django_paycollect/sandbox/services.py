@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django.db.models import Q
+from django.utils.translation import gettext
 
 from . import callbacks, money
 from .conf import get_settings
@@ -139,13 +140,15 @@ def start_payment(community: Community, api_payment: ApiPayment, data: Mapping[s
 def complete(transaction_uuid: Any, outcome: str) -> Transaction:
     """Move a PENDING transaction to SUCCESSFUL or FAILED, then queue its callback. Forward only."""
     if outcome not in OUTCOMES:
-        raise ApiError.field("outcome", "Must be SUCCESSFUL or FAILED.")
+        raise ApiError.field("outcome", gettext("Must be SUCCESSFUL or FAILED."))
     with writing():
         tx = _locked_transaction(transaction_uuid)
         if tx.status != PENDING:
-            raise ApiError.field("transaction_uuid", f"Transaction is already {tx.status}.")
+            raise ApiError.field(
+                "transaction_uuid", gettext("Transaction is already %(status)s.") % {"status": tx.status}
+            )
         if tx.direct_order_id is not None and outcome == SUCCESSFUL and _order_paid(tx.direct_order_id):
-            raise ApiError.field("transaction_uuid", "The direct order is already paid.")
+            raise ApiError.field("transaction_uuid", gettext("The direct order is already paid."))
         moment = now()
         tx.status = outcome
         tx.completed_at = moment
@@ -177,7 +180,7 @@ def _locked_transaction(transaction_uuid: Any) -> Transaction:
         .first()
     )
     if tx is None:
-        raise ApiError.field("transaction_uuid", "Transaction not found.", code=404)
+        raise ApiError.field("transaction_uuid", gettext("Transaction not found."), code=404)
     return tx
 
 
@@ -198,10 +201,12 @@ def capture(community: Community, transaction_uuid: Any) -> Transaction:
         _check_owner(tx, community)
         if tx.status != SUCCESSFUL:
             raise ApiError.field(
-                "transaction_uuid", f"Only a SUCCESSFUL transaction can be captured ({tx.status})."
+                "transaction_uuid",
+                gettext("Only a SUCCESSFUL transaction can be captured (%(status)s).")
+                % {"status": tx.status},
             )
         if tx.captured_at is not None:
-            raise ApiError.field("transaction_uuid", "Transaction is already captured.")
+            raise ApiError.field("transaction_uuid", gettext("Transaction is already captured."))
         tx.captured_at = now()
         tx.save(update_fields=["captured_at"])
     return tx
@@ -214,16 +219,20 @@ def refund(community: Community, transaction_uuid: Any, amount: Decimal) -> Refu
         _check_owner(tx, community)
         if tx.status != SUCCESSFUL:
             raise ApiError.field(
-                "transaction_uuid", f"Only a SUCCESSFUL transaction can be refunded ({tx.status})."
+                "transaction_uuid",
+                gettext("Only a SUCCESSFUL transaction can be refunded (%(status)s).")
+                % {"status": tx.status},
             )
         remaining = tx.total_amount - tx.refunded_amount
         if remaining <= 0:
-            raise ApiError.field("refund_amount", "Transaction is already fully refunded.")
+            raise ApiError.field("refund_amount", gettext("Transaction is already fully refunded."))
         if amount > remaining:
             raise ApiError.field(
                 "refund_amount",
-                f"Ensure this value is less than or equal to {money.text(remaining)} "
-                f"(the amount not yet refunded).",
+                gettext(
+                    "Ensure this value is less than or equal to %(amount)s (the amount not yet refunded)."
+                )
+                % {"amount": money.text(remaining)},
             )
         tx.refunded_amount += amount
         tx.save(update_fields=["refunded_amount"])
@@ -236,7 +245,9 @@ def cancel_recurring(community: Community, transaction_uuid: Any) -> bool:
         tx = _locked_transaction(transaction_uuid)
         _check_owner(tx, community)
         if tx.series is None:
-            raise ApiError.field("transaction_uuid", "Transaction is not part of a recurring payment.")
+            raise ApiError.field(
+                "transaction_uuid", gettext("Transaction is not part of a recurring payment.")
+            )
         series = RecurringSeries.objects.select_for_update().get(pk=tx.series.pk)
         if series.cancelled_at is not None:
             return False
@@ -249,7 +260,7 @@ def cancel_recurring(community: Community, transaction_uuid: Any) -> bool:
 def _check_owner(tx: Transaction, community: Community) -> None:
     # Another community's transaction is answered as unknown, so keys cannot probe foreign uuids.
     if tx.community_id != community.pk:
-        raise ApiError.field("transaction_uuid", "Transaction not found.", code=404)
+        raise ApiError.field("transaction_uuid", gettext("Transaction not found."), code=404)
 
 
 # --- recurring renewals -------------------------------------------------------------------------------
@@ -393,11 +404,18 @@ def create_direct_order(community: Community, data: Mapping[str, Any], payment_l
                 channel=OutboxMessage.Channel.EMAIL,
                 to=order.customer_email,
                 cc=order.cc_email,
-                subject=f"Payment request: {order.name}",
-                body=(
-                    f"Dear {greeting},\n\n{community.name} asks you to pay {amount_text} for "
-                    f"{order.name}.\nPay here: {link}\n"
-                ),
+                subject=gettext("Payment request: %(order)s") % {"order": order.name},
+                body=gettext(
+                    "Dear %(customer)s,\n\n%(community)s asks you to pay %(amount)s for %(order)s.\n"
+                    "Pay here: %(link)s\n"
+                )
+                % {
+                    "customer": greeting,
+                    "community": community.name,
+                    "amount": amount_text,
+                    "order": order.name,
+                    "link": link,
+                },
                 created=order.created,
             )
         if order.send_by_sms:
@@ -405,7 +423,8 @@ def create_direct_order(community: Community, data: Mapping[str, Any], payment_l
                 direct_order=order,
                 channel=OutboxMessage.Channel.SMS,
                 to=order.customer_mobile,
-                body=f"{community.name}: pay {amount_text} for {order.name}: {link}",
+                body=gettext("%(community)s: pay %(amount)s for %(order)s: %(link)s")
+                % {"community": community.name, "amount": amount_text, "order": order.name, "link": link},
                 created=order.created,
             )
     return order
@@ -416,7 +435,7 @@ def start_order_payment(order: DirectOrder, pay_using: str, answers: dict[str, A
     totals = order_totals(order)
     with writing():
         if order_is_paid(order):
-            raise ApiError.field("payment_id", "The direct order is already paid.")
+            raise ApiError.field("payment_id", gettext("The direct order is already paid."))
         tx = Transaction(
             community_id=order.community_id,
             direct_order=order,
@@ -461,21 +480,32 @@ def check_promocode(
 ) -> Promocode:
     """Raise a 400 naming what fails: existence, expiry, currency, payment_for, amount rules."""
     if promo is None:
-        raise ApiError.field(field, "Promocode not found.")
+        raise ApiError.field(field, gettext("Promocode not found."))
     if promo.expires_on is not None and promo.expires_on < today():
-        raise ApiError.field(field, f"Promocode expired on {promo.expires_on.isoformat()}.")
+        raise ApiError.field(
+            field, gettext("Promocode expired on %(date)s.") % {"date": promo.expires_on.isoformat()}
+        )
     if currency is not None and promo.currency != currency:
-        raise ApiError.field("currency", f"Promocode applies to {promo.currency} only.")
+        raise ApiError.field(
+            "currency", gettext("Promocode applies to %(currency)s only.") % {"currency": promo.currency}
+        )
     if payment_for is not None and promo.payment_for and promo.payment_for != payment_for:
-        raise ApiError.field("payment_for", f"Promocode applies to {promo.payment_for} only.")
+        raise ApiError.field(
+            "payment_for",
+            gettext("Promocode applies to %(payment_for)s only.") % {"payment_for": promo.payment_for},
+        )
     if amount is not None:
         if promo.min_amount is not None and amount < promo.min_amount:
             raise ApiError.field(
-                "amount", f"Promocode applies to amounts of at least {money.text(promo.min_amount)}."
+                "amount",
+                gettext("Promocode applies to amounts of at least %(amount)s.")
+                % {"amount": money.text(promo.min_amount)},
             )
         if promo.max_amount is not None and amount > promo.max_amount:
             raise ApiError.field(
-                "amount", f"Promocode applies to amounts up to {money.text(promo.max_amount)}."
+                "amount",
+                gettext("Promocode applies to amounts up to %(amount)s.")
+                % {"amount": money.text(promo.max_amount)},
             )
     return promo
 

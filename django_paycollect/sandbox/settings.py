@@ -2,6 +2,7 @@
 
 Configured through environment variables that the runner sets from its options:
 PAYCOLLECT_SANDBOX_DB (SQLite file), PAYCOLLECT_SANDBOX_PREFIX (URL prefix),
+PAYCOLLECT_SANDBOX_LANGUAGE (the language of answers to clients that ask for none: ``en-us`` or ``ar``),
 PAYCOLLECT_SANDBOX_CALLBACK_RETRY_DELAYS (comma-separated seconds).
 """
 
@@ -15,6 +16,8 @@ DEBUG = False
 ALLOWED_HOSTS = ["*"]
 USE_TZ = True
 TIME_ZONE = "UTC"
+LANGUAGE_CODE = os.environ.get("PAYCOLLECT_SANDBOX_LANGUAGE", "en-us")
+LANGUAGES = [("ar", "العربية"), ("en", "English")]
 ROOT_URLCONF = "django_paycollect.sandbox.runner_urls"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 WSGI_APPLICATION = None
@@ -22,6 +25,9 @@ WSGI_APPLICATION = None
 INSTALLED_APPS = ["django_paycollect.sandbox"]
 
 MIDDLEWARE = [
+    # The hosted pages speak the browser's language (Accept-Language); clients that send none, such as
+    # the API's, get LANGUAGE_CODE (PAYCOLLECT_SANDBOX_LANGUAGE, English by default).
+    "django.middleware.locale.LocaleMiddleware",
     # Sets Content-Length, without which the server closes every connection after one answer (a new
     # thread and a new database connection per request).
     "django.middleware.common.CommonMiddleware",

@@ -91,7 +91,7 @@ def test_a_recurring_direct_order_renews_with_its_message_and_custom_fields(
     ).result
     answer = sandbox.submit_payment_page(order.payment_link or "", "pay", fields={"Level": "Pro"})
     assert answer.status_code == 200  # no redirect URL: the sandbox's own result page
-    assert "Payment SUCCESSFUL" in answer.text
+    assert "Payment successful" in answer.text
     (renewal,) = sandbox.control.advance_clock(30)
     first, second = receiver.wait_for(2)
     assert second.body["transaction_uuid"] == renewal

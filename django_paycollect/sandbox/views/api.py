@@ -8,6 +8,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
+from django.utils.translation import gettext
 
 from .. import fastpath, money, services
 from ..conf import get_settings
@@ -123,13 +124,16 @@ def pay(call: Call) -> HttpResponse:
     community = call.community
     api_payment = ApiPayment.objects.filter(pk=data["variable_amount_id"], community=community).first()
     if api_payment is None:
-        raise ApiError.field("variable_amount_id", "No API payment with this id in the community.")
+        raise ApiError.field("variable_amount_id", gettext("No API payment with this id in the community."))
     if api_payment.requires_member_id and not data.get("membership_id"):
-        raise ApiError.field("membership_id", "This API payment requires a member id.")
+        raise ApiError.field("membership_id", gettext("This API payment requires a member id."))
     if data["pay_using"] not in services.community_methods(community):
-        raise ApiError.field("pay_using", f"{data['pay_using']} is not enabled for this community.")
+        raise ApiError.field(
+            "pay_using",
+            gettext("%(method)s is not enabled for this community.") % {"method": data["pay_using"]},
+        )
     if data.get("is_recurring") and data["expiry_date"] <= today():
-        raise ApiError.field("expiry_date", "Must be a date after today.")
+        raise ApiError.field("expiry_date", gettext("Must be a date after today."))
     if data.get("promocode_id") is not None:
         promo = Promocode.objects.filter(pk=data["promocode_id"], community=community).first()
         data["promocode"] = services.check_promocode(
@@ -147,10 +151,9 @@ def pay(call: Call) -> HttpResponse:
         "transaction_status": tx.status,
     }
     if tx.bill_reference is not None:
-        result["message"] = (
-            f"Pay {money.text(tx.total_amount)} {tx.currency} at any kiosk "
-            f"using bill reference {tx.bill_reference}."
-        )
+        result["message"] = gettext(
+            "Pay %(amount)s %(currency)s at any kiosk using bill reference %(reference)s."
+        ) % {"amount": money.text(tx.total_amount), "currency": tx.currency, "reference": tx.bill_reference}
         result["bill_refrence"] = tx.bill_reference  # spelled so by the spec
         result["bill_reference"] = tx.bill_reference  # what clients written against the service read
     return ok(200, result)
@@ -181,7 +184,7 @@ def fetch_transaction(call: Call, community_id: str, transaction_uuid: str) -> H
 def capture(call: Call) -> HttpResponse:
     data = validated(TransactionUuidSerializer, call.json())
     services.capture(call.community, data["transaction_uuid"])
-    return ok(201, {"message": "Transaction captured successfully."})
+    return ok(201, {"message": gettext("Transaction captured successfully.")})
 
 
 # 5. Refund: 201 like capture.
@@ -189,7 +192,7 @@ def capture(call: Call) -> HttpResponse:
 def refund(call: Call) -> HttpResponse:
     data = validated(RefundSerializer, call.json())
     services.refund(call.community, data["transaction_uuid"], data["refund_amount"])
-    return ok(201, {"message": "Transaction refunded successfully."})
+    return ok(201, {"message": gettext("Transaction refunded successfully.")})
 
 
 # 6. Cancel recurring payment
@@ -197,8 +200,8 @@ def refund(call: Call) -> HttpResponse:
 def cancel_recurring(call: Call) -> HttpResponse:
     data = validated(TransactionUuidSerializer, call.json())
     if services.cancel_recurring(call.community, data["transaction_uuid"]):
-        return ok(200, {"message": "Recurring payment cancelled successfully."})
-    return ok(200, {"message": "Recurring payment was already cancelled."})
+        return ok(200, {"message": gettext("Recurring payment cancelled successfully.")})
+    return ok(200, {"message": gettext("Recurring payment was already cancelled.")})
 
 
 # 7. Validate promocode: POST as the testing environment lists it; GET (the live listing) is accepted too,
@@ -220,7 +223,9 @@ def validate_promocode(call: Call) -> HttpResponse:
             ApiPayment.objects.filter(pk=int(data["variable_amount_id"]), community=community).exists()
         )
         if not known:
-            raise ApiError.field("variable_amount_id", "No API payment with this id in the community.")
+            raise ApiError.field(
+                "variable_amount_id", gettext("No API payment with this id in the community.")
+            )
     value = services.promocode_value(promo, data["amount"])
     return ok(200, {"value": value, "currency": promo.currency, "promocode_id": promo.pk})
 
@@ -272,7 +277,7 @@ def _default_kiosk_processor() -> str:
 def dashboard_statistics(call: Call) -> HttpResponse:
     community_id = call.request.GET.get("community_id", "").strip()
     if not community_id:
-        raise ApiError.field("community_id", "This field is required.")
+        raise ApiError.field("community_id", gettext("This field is required."))
     call.check_community(community_id)
     return ok(200, services.statistics(call.community))
 
@@ -287,15 +292,26 @@ def direct_order(call: Call) -> HttpResponse:
     enabled = services.community_methods(community)
     disabled = [m for m in data["payment_methods"] if m not in enabled]
     if disabled:
-        raise ApiError.field("payment_methods", f"Not enabled for this community: {', '.join(disabled)}.")
+        raise ApiError.field(
+            "payment_methods",
+            gettext("Not enabled for this community: %(methods)s.") % {"methods": ", ".join(disabled)},
+        )
     if data.get("allow_recurring_payments") and data["expiry_date"] <= today():
-        raise ApiError.field("expiry_date", "Must be a date after today.")
+        raise ApiError.field("expiry_date", gettext("Must be a date after today."))
     request = call.request
     order = services.create_direct_order(community, data, lambda o: order_page_url(request, o))
-    channels = [name for name, on in (("e-mail", order.send_by_email), ("SMS", order.send_by_sms)) if on]
-    message = "Direct order created."
-    if channels:
-        message += f" The customer was notified by {' and '.join(channels)} (see the sandbox outbox)."
+    if order.send_by_email and order.send_by_sms:
+        message = gettext(
+            "Direct order created. The customer was notified by e-mail and SMS (see the sandbox outbox)."
+        )
+    elif order.send_by_email:
+        message = gettext(
+            "Direct order created. The customer was notified by e-mail (see the sandbox outbox)."
+        )
+    elif order.send_by_sms:
+        message = gettext("Direct order created. The customer was notified by SMS (see the sandbox outbox).")
+    else:
+        message = gettext("Direct order created.")
     return ok(
         201,
         {

@@ -16,6 +16,7 @@ from functools import wraps
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
+from django.utils.translation import gettext
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import serializers
 
@@ -42,7 +43,7 @@ class Call:
     def community(self) -> Community:
         if self._community is None:  # only reachable from a view declared without authentication
             raise ApiError(
-                401, "authentication failed", [{"x-api-key": ["This operation needs an API key."]}]
+                401, "authentication failed", [{"x-api-key": [gettext("This operation needs an API key.")]}]
             )
         return self._community
 
@@ -50,13 +51,15 @@ class Call:
         if self.parsed is None:
             raw = self.request.body
             if not raw.strip():
-                raise ApiError.field("non_field_errors", "The request body must be a JSON object.")
+                raise ApiError.field("non_field_errors", gettext("The request body must be a JSON object."))
             try:
                 parsed = loads(raw)
             except ValueError as exc:
-                raise ApiError.field("non_field_errors", f"Malformed JSON: {str(exc)[:120]}") from None
+                raise ApiError.field(
+                    "non_field_errors", gettext("Malformed JSON: %(error)s") % {"error": str(exc)[:120]}
+                ) from None
             if not isinstance(parsed, dict):
-                raise ApiError.field("non_field_errors", "The request body must be a JSON object.")
+                raise ApiError.field("non_field_errors", gettext("The request body must be a JSON object."))
             self.parsed = parsed
         body: dict[str, Any] = self.parsed
         return body
@@ -67,7 +70,9 @@ class Call:
             return  # the serializer reports a missing or malformed community_id
         if str(community_id) != self.community.community_id:
             raise ApiError(
-                403, "permission denied", [{"community_id": ["The API key is not linked to this community."]}]
+                403,
+                "permission denied",
+                [{"community_id": [gettext("The API key is not linked to this community.")]}],
             )
 
 
@@ -93,7 +98,7 @@ def validated(
 def community_or_400(community_id: str) -> Community:
     community = Community.objects.filter(community_id=community_id).first()
     if community is None:
-        raise ApiError.field("community_id", "Community not found.")
+        raise ApiError.field("community_id", gettext("Community not found."))
     return community
 
 
@@ -106,11 +111,13 @@ def authenticate_key(request: HttpRequest) -> Community:
     key = str(request.META.get("HTTP_X_API_KEY", "")).strip()
     if not key:
         raise ApiError(
-            401, "authentication failed", [{"x-api-key": ["Authentication credentials were not provided."]}]
+            401,
+            "authentication failed",
+            [{"x-api-key": [gettext("Authentication credentials were not provided.")]}],
         )
     community = fastpath.community_for_key_digest(_key_digest(key))
     if community is None or not hmac.compare_digest(community.api_key.encode(), key.encode()):
-        raise ApiError(401, "authentication failed", [{"x-api-key": ["Invalid API key."]}])
+        raise ApiError(401, "authentication failed", [{"x-api-key": [gettext("Invalid API key.")]}])
     return community
 
 
@@ -120,11 +127,13 @@ def authenticate_basic(request: HttpRequest, community: Community) -> None:
     scheme, _, value = header.partition(" ")
     if not header:
         raise ApiError(
-            401, "authentication failed", [{"Authorization": ["Basic credentials were not provided."]}]
+            401,
+            "authentication failed",
+            [{"Authorization": [gettext("Basic credentials were not provided.")]}],
         )
     if scheme.lower() != "basic" or not value.strip():
         raise ApiError(
-            401, "authentication failed", [{"Authorization": ["Use Basic <username>:<password>."]}]
+            401, "authentication failed", [{"Authorization": [gettext("Use Basic <username>:<password>.")]}]
         )
     value = value.strip()
     candidates = [value]
@@ -136,7 +145,9 @@ def authenticate_basic(request: HttpRequest, community: Community) -> None:
     for candidate in candidates:
         matched |= hmac.compare_digest(candidate.encode("utf-8"), expected)
     if not matched:
-        raise ApiError(401, "authentication failed", [{"Authorization": ["Invalid basic credentials."]}])
+        raise ApiError(
+            401, "authentication failed", [{"Authorization": [gettext("Invalid basic credentials.")]}]
+        )
 
 
 def operation(name: str, methods: tuple[str, ...], auth: str) -> Callable[[Handler], Handler]:
@@ -197,7 +208,14 @@ def _method_not_allowed(request: HttpRequest, methods: tuple[str, ...]) -> HttpR
     return ApiError(
         405,
         "method not allowed",
-        [{"method": [f"Method {request.method} is not allowed here; use {allowed}."]}],
+        [
+            {
+                "method": [
+                    gettext("Method %(method)s is not allowed here; use %(allowed)s.")
+                    % {"method": request.method, "allowed": allowed}
+                ]
+            }
+        ],
         headers={"Allow": allowed},
     ).response()
 
@@ -205,4 +223,6 @@ def _method_not_allowed(request: HttpRequest, methods: tuple[str, ...]) -> HttpR
 @csrf_exempt
 def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
     """Every unknown path under the prefix answers the envelope too (no HTML 404, no slash redirect)."""
-    return ApiError(404, "not found", [{"path": [f"No operation at {request.path}."]}]).response()
+    return ApiError(
+        404, "not found", [{"path": [gettext("No operation at %(path)s.") % {"path": request.path}]}]
+    ).response()

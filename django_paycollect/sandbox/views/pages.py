@@ -12,6 +12,9 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.text import get_text_list
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
@@ -34,9 +37,44 @@ from ..state import now, writing
 PAY = "pay"
 DECLINE = "decline"
 
+#: What the pages call the payment methods and purposes they know; others are shown as the client sent them.
+METHOD_LABELS = {"card": _("Card"), "kiosk": _("Cash at a kiosk")}
+PAYMENT_FOR_LABELS = {
+    services.PAYMENT_FOR_API: _("API payment"),
+    services.PAYMENT_FOR_DIRECT_ORDER: _("Direct order"),
+    "EVENT": _("Event"),
+    "BILL": _("Bill"),
+}
+CHANNEL_LABELS: dict[str, Any] = {
+    OutboxMessage.Channel.EMAIL: _("E-mail"),
+    OutboxMessage.Channel.SMS: _("Text message"),
+}
+#: The result page's headline for each final status (another status is shown as the service spells it).
+RESULT_HEADLINES: dict[str, Any] = {
+    Transaction.Status.SUCCESSFUL: _("Payment successful"),
+    Transaction.Status.FAILED: _("Payment failed"),
+    Transaction.Status.PENDING: _("Payment pending"),
+}
 
-def _not_found(request: HttpRequest, what: str) -> HttpResponse:
-    return render(request, "paycollect_sandbox/not_found.html", {"what": what}, status=404)
+
+def method_label(method: str) -> str:
+    return str(METHOD_LABELS.get(method.strip().lower(), method))
+
+
+def _not_found(request: HttpRequest, headline: str) -> HttpResponse:
+    return render(request, "paycollect_sandbox/not_found.html", {"what": headline}, status=404)
+
+
+def _result(
+    request: HttpRequest, tx: Transaction, *, redirect: str | None, late: bool = False, status: int = 200
+) -> HttpResponse:
+    context = {
+        "tx": tx,
+        "redirect": redirect,
+        "late": late,
+        "status": RESULT_HEADLINES.get(tx.status, tx.status),
+    }
+    return render(request, "paycollect_sandbox/result.html", context, status=status)
 
 
 def _transaction(transaction_uuid: Any) -> Transaction | None:
@@ -52,7 +90,7 @@ def _finish(request: HttpRequest, tx: Transaction) -> HttpResponse:
     target = services.redirect_target(tx)
     if target:
         return HttpResponseRedirect(target)
-    return render(request, "paycollect_sandbox/result.html", {"tx": tx, "redirect": None})
+    return _result(request, tx, redirect=None)
 
 
 # --- the hosted payment page ---------------------------------------------------------------------
@@ -62,17 +100,12 @@ def _finish(request: HttpRequest, tx: Transaction) -> HttpResponse:
 def payment_page(request: HttpRequest, transaction_uuid: Any) -> HttpResponse:
     tx = _transaction(transaction_uuid)
     if tx is None:
-        return _not_found(request, "transaction")
+        return _not_found(request, gettext("Unknown transaction"))
     kiosk = services.is_kiosk(tx.pay_using)
     if request.method == "POST":
         action = request.POST.get("action")
         if tx.status != Transaction.Status.PENDING:
-            return render(
-                request,
-                "paycollect_sandbox/result.html",
-                {"tx": tx, "redirect": None, "late": True},
-                status=409,
-            )
+            return _result(request, tx, redirect=None, late=True, status=409)
         if kiosk or action not in (PAY, DECLINE):
             return render(request, "paycollect_sandbox/payment.html", _payment_context(tx), status=400)
         try:
@@ -81,14 +114,10 @@ def payment_page(request: HttpRequest, transaction_uuid: Any) -> HttpResponse:
             # Completed meanwhile (control API, another tab): show what happened.
             refreshed = _transaction(tx.uuid)
             assert refreshed is not None
-            return render(
-                request, "paycollect_sandbox/result.html", {"tx": refreshed, "late": True}, status=409
-            )
+            return _result(request, refreshed, redirect=None, late=True, status=409)
         return _finish(request, tx)
     if tx.status != Transaction.Status.PENDING:
-        return render(
-            request, "paycollect_sandbox/result.html", {"tx": tx, "redirect": services.redirect_target(tx)}
-        )
+        return _result(request, tx, redirect=services.redirect_target(tx))
     return render(request, "paycollect_sandbox/payment.html", _payment_context(tx))
 
 
@@ -99,6 +128,8 @@ def _payment_context(tx: Transaction) -> dict[str, Any]:
     totals = services.order_totals(tx.direct_order) if tx.direct_order is not None else None
     return {
         "tx": tx,
+        "method": method_label(tx.pay_using),
+        "payment_for": PAYMENT_FOR_LABELS.get(tx.payment_for, tx.payment_for),
         "kiosk": services.is_kiosk(tx.pay_using),
         "fees": fees,
         "totals": totals,
@@ -121,12 +152,12 @@ def _promocode_off(promo: Promocode, currency: str) -> str:
 def order_page(request: HttpRequest, payment_id: str) -> HttpResponse:
     order = DirectOrder.objects.select_related("community").filter(payment_id=payment_id).first()
     if order is None:
-        return _not_found(request, "direct order")
+        return _not_found(request, gettext("Unknown direct order"))
     methods = [str(m) for m in order.payment_methods]
     context: dict[str, Any] = {
         "order": order,
         "totals": services.order_totals(order),
-        "methods": methods,
+        "methods": [(method, method_label(method)) for method in methods],
         "paid": services.order_is_paid(order),
         "fields": _field_rows(order, {}),
         "errors": [],
@@ -140,9 +171,9 @@ def order_page(request: HttpRequest, payment_id: str) -> HttpResponse:
     method = request.POST.get("pay_using", "")
     answers, errors = _read_answers(order, request.POST, strict=action == PAY)
     if method not in methods:
-        errors.append("Choose a payment method.")
+        errors.append(gettext("Choose a payment method."))
     if action not in (PAY, DECLINE):
-        errors.append("Choose Pay or Decline.")
+        errors.append(gettext("Choose Pay or Decline."))
     if errors:
         context.update(fields=_field_rows(order, request.POST), errors=errors, selected_method=method)
         return render(request, "paycollect_sandbox/order.html", context, status=400)
@@ -190,7 +221,7 @@ def _read_answers(order: DirectOrder, posted: Any, strict: bool) -> tuple[dict[s
         if kind == "CHECKBOX":
             value = raw in ("on", "true", "1")
             if strict and required and not value:
-                errors.append(f"{label}: must be checked.")
+                errors.append(gettext("%(label)s: must be checked.") % {"label": label})
         elif kind == "NUMBER":
             value = None
             if raw:
@@ -201,20 +232,23 @@ def _read_answers(order: DirectOrder, posted: Any, strict: bool) -> tuple[dict[s
                 except InvalidOperation:
                     value = None
                     if strict:
-                        errors.append(f"{label}: enter a number.")
+                        errors.append(gettext("%(label)s: enter a number.") % {"label": label})
             elif strict and required:
-                errors.append(f"{label}: required.")
+                errors.append(gettext("%(label)s: required.") % {"label": label})
         elif kind == "DROPDOWNLIST":
             choices = [c for c in (definition.get("field_choices") or "").split(",") if c]
             value = raw
             if raw and raw not in choices and strict:
-                errors.append(f"{label}: choose one of {', '.join(choices)}.")
+                errors.append(
+                    gettext("%(label)s: choose one of %(choices)s.")
+                    % {"label": label, "choices": get_text_list(choices)}
+                )
             elif strict and required and not raw:
-                errors.append(f"{label}: required.")
+                errors.append(gettext("%(label)s: required.") % {"label": label})
         else:
             value = raw
             if strict and required and not raw:
-                errors.append(f"{label}: required.")
+                errors.append(gettext("%(label)s: required.") % {"label": label})
         answers[label] = value
     return answers, errors
 
@@ -258,14 +292,14 @@ def api_payment_settings(request: HttpRequest, pk: int) -> HttpResponse:
     _dashboard_enabled()
     urls = {name: request.POST.get(name, "").strip() for name in ("redirect_url", "callback_url")}
     problems = [
-        f"{label}: enter an http:// or https:// address, or nothing."
-        for name, label in (("redirect_url", "Redirect URL"), ("callback_url", "Callback URL"))
+        gettext("%(field)s: enter an http:// or https:// address, or nothing.") % {"field": label}
+        for name, label in (("redirect_url", _("Redirect URL")), ("callback_url", _("Callback URL")))
         if urls[name] and not _is_web_url(urls[name])
     ]
     with writing():
         api_payment = ApiPayment.objects.filter(pk=pk).first()
         if api_payment is None:
-            return _not_found(request, "API payment")
+            return _not_found(request, gettext("Unknown API payment"))
         if problems:
             return _render_dashboard(request, errors={api_payment.pk: problems})
         api_payment.redirect_url = urls["redirect_url"]
@@ -288,7 +322,10 @@ def _is_web_url(value: str) -> bool:
 @require_http_methods(["GET"])
 def outbox(request: HttpRequest) -> HttpResponse:
     _dashboard_enabled()
-    messages = OutboxMessage.objects.select_related("direct_order").order_by("-id")[:200]
+    messages = [
+        {"message": message, "channel": CHANNEL_LABELS.get(message.channel, message.channel)}
+        for message in OutboxMessage.objects.select_related("direct_order").order_by("-id")[:200]
+    ]
     return render(request, "paycollect_sandbox/outbox.html", {"messages": messages})
 
 

@@ -1,0 +1,167 @@
+"""The translation catalogues: update them, check them, compile them (Debian's gettext tools and Django's
+makemessages and compilemessages).
+
+    python .ci/messages.py update    after marking or changing strings: every catalogue made anew from
+                                     the sources (then translate the new entries, and run it again)
+    python .ci/messages.py check     CI (make lint): each catalogue is exactly what `update` makes of the
+                                     sources (no string marked but missing, none left over), every entry
+                                     is translated and none is fuzzy, msgfmt --check passes, and the
+                                     plural forms are Arabic's six
+    python .ci/messages.py compile   the .mo files beside the .po files (make does it before the tests,
+                                     the demo and the build; they are not committed)
+
+Catalogues are sorted by message, without source locations, so moving code never touches them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LANGUAGES = ["ar"]
+#: Where each catalogue's sources are (its locale/ folder is inside), and what makemessages skips there.
+CATALOGUES: dict[str, list[str]] = {
+    "django_paycollect": ["sandbox/*", "migrations/*"],
+    "django_paycollect/sandbox": ["migrations/*"],
+}
+PLURAL_FORMS = {
+    "ar": (
+        "nplurals=6; plural=n==0 ? 0 : n==1 ? 1 : n==2 ? 2 : n%100>=3 && n%100<=10 ? 3 : n%100>=11 ? 4 : 5;"
+    ),
+}
+#: Header lines that change on every run and say nothing about the catalogue.
+_VOLATILE = re.compile(r'^"(POT-Creation-Date|PO-Revision-Date): .*\\n"$', re.MULTILINE)
+
+
+def _env() -> dict[str, str]:
+    # makemessages and compilemessages run without a project: no settings module, no app loading.
+    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def _run(args: list[str], cwd: Path) -> None:
+    done = subprocess.run(args, cwd=cwd, env=_env(), capture_output=True, text=True)  # noqa: S603
+    if done.returncode != 0 or "warning" in done.stderr.lower():
+        sys.exit(f"{' '.join(args)} (in {cwd}) failed:\n{done.stdout}{done.stderr}")
+
+
+def _po(source: Path, language: str) -> Path:
+    return source / "locale" / language / "LC_MESSAGES" / "django.po"
+
+
+def update(root: Path = ROOT) -> None:
+    for folder, ignored in CATALOGUES.items():
+        source = root / folder
+        for language in LANGUAGES:
+            _po(source, language).parent.mkdir(parents=True, exist_ok=True)
+            _run(
+                [sys.executable, "-m", "django", "makemessages", "--locale", language, "--no-location"]
+                + ["--no-obsolete", "--no-wrap"]
+                + [f"--ignore={pattern}" for pattern in ignored],
+                cwd=source,
+            )
+            po = _po(source, language)
+            _run(
+                ["msgcat", "--sort-output", "--no-wrap", "--no-location", "-o", str(po), str(po)], cwd=source
+            )
+            _set_plural_forms(po, language)
+
+
+def _set_plural_forms(po: Path, language: str) -> None:
+    text = po.read_text(encoding="utf-8")
+    header = f'"Plural-Forms: {PLURAL_FORMS[language]}\\n"'
+    text = re.sub(r'^"Plural-Forms: .*\\n"$', lambda _: header, text, count=1, flags=re.MULTILINE)
+    po.write_text(text, encoding="utf-8")
+
+
+def _stable(po: Path) -> str:
+    return _VOLATILE.sub("", po.read_text(encoding="utf-8"))
+
+
+def check() -> None:
+    problems: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="paycollect-messages-") as scratch:
+        # makemessages writes where it runs: run it on a copy of the sources.
+        copy = Path(scratch)
+        for folder in CATALOGUES:
+            shutil.copytree(
+                ROOT / folder,
+                copy / folder,
+                ignore=shutil.ignore_patterns("__pycache__", "*.mo"),
+                dirs_exist_ok=True,
+            )
+        update(copy)
+        for folder in CATALOGUES:
+            for language in LANGUAGES:
+                committed, made = _po(ROOT / folder, language), _po(copy / folder, language)
+                name = committed.relative_to(ROOT)
+                if not committed.exists():
+                    problems.append(f"{name} is missing")
+                    continue
+                if _stable(committed) != _stable(made):
+                    problems.append(
+                        f"{name} is not what makemessages makes of the sources:\n{_diff(committed, made)}"
+                    )
+                problems += _untranslated(committed, name)
+                if f'"Plural-Forms: {PLURAL_FORMS[language]}\\n"' not in committed.read_text(
+                    encoding="utf-8"
+                ):
+                    problems.append(f"{name}: the Plural-Forms header must be {PLURAL_FORMS[language]}")
+                done = subprocess.run(  # noqa: S603
+                    ["msgfmt", "--check", "--output-file=/dev/null", str(committed)],  # noqa: S607
+                    capture_output=True,
+                    text=True,
+                )
+                if done.returncode != 0:
+                    problems.append(f"{name}: msgfmt --check:\n{done.stderr}")
+    if problems:
+        print("\n\n".join(problems), file=sys.stderr)
+        sys.exit("The translation catalogues need work: run `make messages`, translate, and run it again.")
+    print(f"{len(CATALOGUES) * len(LANGUAGES)} catalogues complete: {', '.join(LANGUAGES)}")
+
+
+def _diff(committed: Path, made: Path) -> str:
+    done = subprocess.run(  # noqa: S603
+        ["diff", "-u", str(committed), str(made)],  # noqa: S607
+        capture_output=True,
+        text=True,
+    )
+    lines = [line for line in done.stdout.splitlines() if not _VOLATILE.match(line[1:])]
+    return "\n".join(lines[:80])
+
+
+def _untranslated(po: Path, name: Path) -> list[str]:
+    problems = []
+    for option, what in (("--untranslated", "untranslated"), ("--only-fuzzy", "fuzzy")):
+        done = subprocess.run(  # noqa: S603
+            ["msgattrib", option, "--no-obsolete", "--no-wrap", str(po)],  # noqa: S607
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        entries = re.findall(r'^msgid "(.+)"$', done.stdout, flags=re.MULTILINE)
+        if entries:
+            problems.append(f"{name}: {len(entries)} {what}: " + "; ".join(entries[:20]))
+    return problems
+
+
+def compile_all() -> None:
+    for folder in CATALOGUES:
+        _run([sys.executable, "-m", "django", "compilemessages"], cwd=ROOT / folder)
+
+
+if __name__ == "__main__":
+    commands = {"update": update, "check": check, "compile": compile_all}
+    if len(sys.argv) != 2 or sys.argv[1] not in commands:
+        sys.exit(__doc__)
+    for tool in ("msgfmt", "msgcat", "msgattrib", "xgettext", "msgmerge"):
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} is missing: install GNU gettext (Debian: apt-get install gettext)")
+    commands[sys.argv[1]]()

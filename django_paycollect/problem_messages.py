@@ -1,0 +1,108 @@
+"""The client's problems in the words of the active language.
+
+The client knows nothing of Django: its checks report each problem with a stable code and parameters
+(:class:`~django_paycollect.client.errors.Problem`; :data:`django_paycollect.client.validation.MESSAGES`
+lists the codes with their English words). Whatever reaches a Django user (the service layer's
+serializers, its ``PaymentRefused``, the forms) is worded here, lazily translated, with the same
+parameters. Field names of the spec (``billing_data.phone_number``, ``is_recurring``) stay as they are:
+they are identifiers, and only the sentences around them are translated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from django.utils.text import get_text_list
+from django.utils.translation import gettext_lazy as _
+
+from .client.errors import Problem
+
+if TYPE_CHECKING:
+    from django.utils.functional import _StrPromise
+
+__all__ = ["MESSAGES", "field_errors", "message", "messages"]
+
+#: For each of the client's codes, its message in the active language (``%(name)s`` takes the parameter).
+MESSAGES: dict[str, _StrPromise] = {
+    "required": _("This field is required."),
+    "not_text": _("Enter some text."),
+    "not_positive": _("Must be greater than zero."),
+    "amount_type": _("Give the amount as a Decimal, a whole number or decimal text, not %(type)s."),
+    "amount_invalid": _("%(value)s is not a decimal amount."),
+    "amount_not_finite": _("%(value)s is not a finite amount."),
+    "amount_too_large": _("%(value)s is too large to be an amount."),
+    "amount_decimals": _("%(value)s has more than two decimals."),
+    "percentage_invalid": _("Enter a percentage with at most two decimals."),
+    "percentage_range": _("Must be between %(min)s and %(max)s."),
+    "one_of": _("Must be one of %(choices)s."),
+    "amount_object_keys": _("Unknown key(s): %(keys)s. An amount object has amount and currency."),
+    "currency_twice": _("The currency is given twice: %(inside)s in the amount object, %(apart)s apart."),
+    "discount_not_less": _("Must be less than the amount."),
+    "piasters_invalid": _("Must be a whole number of piasters greater than zero."),
+    "piasters_mismatch": _("Does not match the amount (%(piasters)s piasters)."),
+    "name_one_word": _("Enter a first and a last name, separated by a space."),
+    "email_invalid": _("Enter a valid e-mail address."),
+    "phone_no_plus": _("Start with + and the country code, for example +201001234567."),
+    "phone_not_digits": _("Use only digits after the +, for example +201001234567."),
+    "phone_country_code": _(
+        "After the + comes the country code, which never starts with 0 (for example +20…)."
+    ),
+    "phone_too_short": _("This number is too short: + and the country code, then the number."),
+    "phone_too_long": _("This number is too long: at most 15 digits after the +, country code included."),
+    "identifier_invalid": _("Must be a positive whole number or a non-empty text."),
+    "not_positive_int": _("Must be a whole number greater than zero."),
+    "not_boolean": _("Must be true or false."),
+    "date_with_time": _("Enter a date without a time."),
+    "date_invalid": _("Enter a date as YYYY-MM-DD."),
+    "only_when_recurring": _("Only allowed when %(flag)s is true."),
+    "billing_data_type": _("Must be BillingData(name, email, phone_number)."),
+    "not_list": _("Must be a list."),
+    "custom_field_value_type": _("Must be CustomFieldValue(field_label, field_value)."),
+    "custom_field_value_invalid": _("Must be text, a whole number, a Decimal or true or false."),
+    "custom_field_decimal": _("A Decimal value must be finite with at most two decimals."),
+    "custom_field_definition_type": _("Must be CustomFieldDefinition(field_label, field_type, ...)."),
+    "choices_missing": _("A DROPDOWNLIST needs at least one choice."),
+    "choice_with_comma": _("Choices are sent comma-separated, so none may hold a comma."),
+    "choices_not_allowed": _("Only a DROPDOWNLIST has choices."),
+    "tag_type": _("Must be Tag(id, name)."),
+    "names_invalid": _("Must be a list of names or comma-separated text."),
+    "name_blank": _("Each name must be a non-empty text."),
+    "names_empty": _("Name at least one."),
+    "names_unknown": _("Unknown: %(unknown)s. Allowed: %(allowed)s."),
+    "form_value_invalid": _(
+        "Must be text, a whole number, a Decimal, true or false, or a JSON object or list of those."
+    ),
+    "logo_unreadable": _("Cannot read the file %(file)s: %(reason)s."),
+    "logo_text_mode": _("Open the file in binary mode ('rb')."),
+    "logo_type": _(
+        "Must be Logo(filename, content), bytes, a binary file, a path, "
+        "or a (filename, bytes or file[, content_type]) tuple."
+    ),
+    "logo_format": _("Must be a png or jpg image."),
+}
+
+
+def _param(value: Any) -> Any:
+    # Several values (the currencies of the spec, unknown keys) are listed the active language's way.
+    if isinstance(value, tuple):
+        return get_text_list([str(item) for item in value])
+    return value
+
+
+def message(problem: Problem) -> str:
+    """The problem's message in the active language (its English words for a code this app does not
+    know, from a newer client)."""
+    template = MESSAGES.get(problem.code)
+    if template is None:
+        return problem.message
+    return str(template) % {name: _param(value) for name, value in problem.params.items()}
+
+
+def messages(problems: Iterable[Problem]) -> list[str]:
+    return [message(problem) for problem in problems]
+
+
+def field_errors(problems: Mapping[str, Iterable[Problem]]) -> dict[str, list[str]]:
+    """``{"billing_data.phone_number": [Problem, ...]}`` -> the same paths with translated messages."""
+    return {path: messages(items) for path, items in problems.items()}
