@@ -53,8 +53,9 @@ $(STAMP): setup.cfg pyproject.toml
 	touch $(STAMP)
 
 # The translation catalogues (.po, committed) and what Django reads (.mo, compiled here, never committed):
-# the app's and the sandbox's. Needs GNU gettext (Debian: apt-get install gettext).
-PO_FILES := $(wildcard django_paycollect/locale/*/LC_MESSAGES/django.po django_paycollect/sandbox/locale/*/LC_MESSAGES/django.po)
+# the app's, the sandbox's and the example project's. Needs GNU gettext (Debian: apt-get install gettext).
+PO_FILES := $(wildcard django_paycollect/locale/*/LC_MESSAGES/django.po django_paycollect/sandbox/locale/*/LC_MESSAGES/django.po \
+	example_project/clubsite/members/locale/*/LC_MESSAGES/django.po)
 MO_FILES := $(PO_FILES:.po=.mo)
 
 # After marking or changing strings: the catalogues made anew from the sources (then translate and run again).

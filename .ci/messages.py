@@ -29,6 +29,7 @@ LANGUAGES = ["ar"]
 CATALOGUES: dict[str, list[str]] = {
     "django_paycollect": ["sandbox/*", "migrations/*"],
     "django_paycollect/sandbox": ["migrations/*"],
+    "example_project/clubsite/members": ["migrations/*"],
 }
 PLURAL_FORMS = {
     "ar": (

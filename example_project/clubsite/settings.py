@@ -21,6 +21,9 @@ Payments (``settings.PAYCOLLECT``)
     community's by default), ``PAYCOLLECT_VARIABLE_AMOUNT_ID`` (``1``), ``PAYCOLLECT_CALLBACK_TOKENS``
     (comma-separated, the first is the one configured at the service), ``PAYCOLLECT_FEES_IN_BILL``
     (``1``: the community adds the service's fees to the bill).
+Languages
+    ``CLUBSITE_LANGUAGE_CODE`` (``en``): the language of a visitor who has chosen none, ``en`` or
+    ``ar`` (Arabic, right to left). Every page has a switch between the two (Django's ``set_language``).
 Celery
     ``CELERY_BROKER_URL`` (e.g. ``redis://127.0.0.1:6379/0``); unset, tasks run inline (eager).
 """
@@ -96,6 +99,9 @@ if SANDBOX:
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The visitor's language: the one chosen with the switch (a cookie), else the browser's, else
+    # LANGUAGE_CODE. The payment app's pages and the mounted sandbox's follow it too.
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -159,10 +165,14 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "admin:login"
 
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = env("CLUBSITE_LANGUAGE_CODE", "en")
+# Each language in its own name, as the switch shows it.
+LANGUAGES = [("en", "English"), ("ar", "العربية")]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# Amounts as Egypt writes them in Arabic too (1,500.00): Django's own Arabic formats write 1.500,00.
+FORMAT_MODULE_PATH = ["clubsite.formats"]
 
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "static-collected"

@@ -7,6 +7,8 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # set_language: the language switch in the header of every page.
+    path("i18n/", include("django.conf.urls.i18n")),
     # callback/<token>/ (configured at the service), return/ (the customer's browser) and return/status/.
     path("payments/", include("django_paycollect.urls")),
     # The REST API of single-page and mobile checkouts (the members' checkout page uses it).

@@ -54,6 +54,15 @@ def club_site(browser_available: None, tmp_path_factory: pytest.TempPathFactory)
 
 
 @pytest.fixture(scope="session")
+def club_site_ar(browser_available: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClubSite]:
+    """The club site with ``LANGUAGE_CODE = "ar"``: Arabic for every visitor who asks for no language, and
+    for the service's answers (the mounted sandbox)."""
+    site = start_club_site(Path(tmp_path_factory.mktemp("clubsite-ar")), language="ar")
+    yield site
+    site.stop()
+
+
+@pytest.fixture(scope="session")
 def chromium(browser_available: None) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
@@ -64,9 +73,11 @@ def chromium(browser_available: None) -> Iterator[Any]:
 
 
 def new_page(request: pytest.FixtureRequest, chromium: Any, **options: Any) -> Iterator[Any]:
-    """A page in a fresh context; a screenshot of it is kept when the test fails."""
+    """A page in a fresh context; a screenshot of it is kept when the test fails. The browser asks for
+    English (Accept-Language) unless ``locale`` says otherwise."""
     options.setdefault("viewport", VIEWPORT)
-    context = chromium.new_context(locale="en-US", timezone_id="UTC", **options)
+    options.setdefault("locale", "en-US")
+    context = chromium.new_context(timezone_id="UTC", **options)
     context.set_default_timeout(15_000)
     page = context.new_page()
     yield page
@@ -83,6 +94,13 @@ def page(request: pytest.FixtureRequest, chromium: Any) -> Iterator[Any]:
 
 
 @pytest.fixture
+def page_fr(request: pytest.FixtureRequest, chromium: Any) -> Iterator[Any]:
+    """A page whose browser asks for French, which the club site does not offer: the site's LANGUAGE_CODE
+    decides (Chromium always sends an Accept-Language)."""
+    yield from new_page(request, chromium, locale="fr-FR")
+
+
+@pytest.fixture
 def page_without_script(request: pytest.FixtureRequest, chromium: Any) -> Iterator[Any]:
     yield from new_page(request, chromium, java_script_enabled=False)
 
@@ -92,6 +110,13 @@ def site(club_site: ClubSite) -> Iterator[ClubSite]:
     """The club site; faults and callback plans a test leaves behind are cleared after it."""
     yield club_site
     club_site.control.clear_faults()
+
+
+@pytest.fixture
+def site_ar(club_site_ar: ClubSite) -> Iterator[ClubSite]:
+    """The club site in Arabic (LANGUAGE_CODE = "ar"); faults and callback plans are cleared after a test."""
+    yield club_site_ar
+    club_site_ar.control.clear_faults()
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -105,12 +105,14 @@ class ClubSite:
                 self.process.wait(timeout=10)
 
 
-def site_environment(url: str, database: Path) -> dict[str, str]:
+def site_environment(url: str, database: Path, language: str = "en") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUBBED_PREFIXES)}
     env.update(
         DJANGO_SETTINGS_MODULE="clubsite.settings",
         CLUBSITE_SITE_URL=url,
         CLUBSITE_DB=str(database),
+        # The language of visitors (and of the service's answers) that ask for none: LANGUAGE_CODE.
+        CLUBSITE_LANGUAGE_CODE=language,
         CLUBSITE_DEBUG="1",  # runserver serves the admin's static files only with DEBUG
         CLUBSITE_SANDBOX="1",
         # Failed callback deliveries are retried soon, so a test never waits minutes.
@@ -120,17 +122,18 @@ def site_environment(url: str, database: Path) -> dict[str, str]:
     return env
 
 
-def start_club_site(workdir: Path, *, startup_timeout: float = 60.0) -> ClubSite:
-    """migrate, demo_setup, then serve the site on a free loopback port until it answers."""
+def start_club_site(workdir: Path, *, language: str = "en", startup_timeout: float = 60.0) -> ClubSite:
+    """migrate, demo_setup, then serve the site (``LANGUAGE_CODE = language``) on a free loopback port until
+    it answers."""
     workdir.mkdir(parents=True, exist_ok=True)
     database = workdir / "clubsite.sqlite3"
     for stale in workdir.glob("clubsite.sqlite3*"):
         stale.unlink()
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = site_environment(url, database)
+    env = site_environment(url, database, language)
     manage = [sys.executable, str(EXAMPLE / "manage.py")]
-    log_path = ARTIFACTS / "server.log"
+    log_path = ARTIFACTS / ("server.log" if language == "en" else f"server-{language}.log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("wb") as log:
         for command in (["migrate", "--noinput", "-v", "0"], ["demo_setup"]):

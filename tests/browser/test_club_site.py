@@ -210,7 +210,7 @@ def test_waiting_page_resolves_when_the_delayed_callback_arrives(page: Any, site
     # The page polls the status endpoint and goes on by itself once the callback is verified.
     page.wait_for_url(re.compile(r"/payment/thanks/"), timeout=30_000)
     assert status_of(page) == "paid"
-    expect(page.locator("#status-changes")).to_contain_text("PENDING → SUCCESSFUL (callback)")
+    expect(page.locator("#status-changes")).to_contain_text("pending → successful (callback)")
     delivered = site.control.wait_for_callbacks(transaction_uuid=uuid, count=1)
     assert delivered
     assert delivered[0]["status"] == "DELIVERED"
@@ -236,7 +236,7 @@ def test_kiosk_status_page_updates_without_reload_when_the_callback_arrives(
 
     expect(page.locator("#membership-state")).to_have_attribute("data-status", "paid", timeout=20_000)
     assert page.evaluate("window.__sameDocument") is True  # updated in place, not reloaded
-    expect(page.locator("#status-changes")).to_contain_text("PENDING → SUCCESSFUL (callback)")
+    expect(page.locator("#status-changes")).to_contain_text("pending → successful (callback)")
     expect(page.locator("#simulate-kiosk")).to_have_count(0)
 
 

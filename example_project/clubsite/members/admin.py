@@ -7,6 +7,8 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from .models import Membership
 
@@ -33,11 +35,15 @@ class MembershipAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "created_at",
     )
 
-    @admin.display(description="payments")
+    @admin.display(description=_("payments"))
     def payments_link(self, obj: Membership) -> SafeString:
         # The payment app's admin searches transactions by exact merchant reference.
         url = reverse("admin:paycollect_transaction_changelist") + "?" + urlencode({"q": obj.reference})
-        return format_html('<a href="{}">transactions of {}</a>', url, obj.reference)
+        return format_html(
+            '<a href="{}">{}</a>',
+            url,
+            gettext("transactions of %(reference)s") % {"reference": obj.reference},
+        )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # memberships are made by the checkout, with their payment

@@ -4,6 +4,7 @@ from typing import Any
 
 from django.apps import AppConfig
 from django.db.backends.signals import connection_created
+from django.utils.translation import gettext_lazy as _
 
 
 def _sqlite_wal(sender: Any, connection: Any, **kwargs: Any) -> None:
@@ -17,7 +18,7 @@ def _sqlite_wal(sender: Any, connection: Any, **kwargs: Any) -> None:
 class MembersConfig(AppConfig):
     name = "clubsite.members"
     label = "members"
-    verbose_name = "Club members"
+    verbose_name = _("Club members")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:

@@ -5,8 +5,9 @@ from typing import Any
 from django.apps import apps
 from django.http import HttpRequest
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 
-CLUB_NAME = "Riverside Club"
+CLUB_NAME = _("Riverside Club")
 
 
 def club(request: HttpRequest) -> dict[str, Any]:

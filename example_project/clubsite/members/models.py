@@ -17,6 +17,8 @@ from django.db import models
 from django.db.models import QuerySet
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from django_paycollect.models import Transaction
 
@@ -25,19 +27,19 @@ MONEY: dict[str, Any] = {"max_digits": 12, "decimal_places": 2}
 
 
 class Plan(models.TextChoices):
-    STANDARD = "standard", "Standard"
-    FAMILY = "family", "Family"
-    JUNIOR = "junior", "Junior (under 18)"
+    STANDARD = "standard", _("Standard")
+    FAMILY = "family", _("Family")
+    JUNIOR = "junior", _("Junior (under 18)")
 
 
 class Billing(models.TextChoices):
-    YEARLY = "yearly", "Yearly, one payment"
-    MONTHLY = "monthly", "Monthly, renewed automatically"
+    YEARLY = "yearly", _("Yearly, one payment")
+    MONTHLY = "monthly", _("Monthly, renewed automatically")
 
 
 class PayUsing(models.TextChoices):
-    CARD = "card", "Card, on the payment page"
-    KIOSK = "kiosk", "Cash at a kiosk, with a bill reference"
+    CARD = "card", _("Card, on the payment page")
+    KIOSK = "kiosk", _("Cash at a kiosk, with a bill reference")
 
 
 #: Prices in EGP, as Decimal (never float).
@@ -59,41 +61,47 @@ def price_of(plan: str, billing: str) -> Decimal:
 class Membership(models.Model):
     NEW, PENDING, PAID, FAILED = "new", "pending", "paid", "failed"
     STATUS_CHOICES = [
-        (NEW, "not paid yet"),
-        (PENDING, "payment in progress"),
-        (PAID, "paid"),
-        (FAILED, "payment failed"),
+        (NEW, _("not paid yet")),
+        (PENDING, _("payment in progress")),
+        (PAID, _("paid")),
+        (FAILED, _("payment failed")),
     ]
 
     #: In URLs instead of the primary key, so members cannot guess each other's pages.
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    plan = models.CharField(max_length=16, choices=Plan.choices)
-    billing = models.CharField(max_length=16, choices=Billing.choices, default=Billing.YEARLY)
-    pay_using = models.CharField("payment method", max_length=16, choices=PayUsing.choices)
-    name = models.CharField(max_length=200)
-    email = models.EmailField()
-    phone = models.CharField(max_length=32)
-    price = models.DecimalField(**MONEY)
-    promocode = models.CharField(max_length=50, blank=True)
-    promocode_id = models.PositiveIntegerField(null=True, blank=True)
-    discount = models.DecimalField(default=ZERO, **MONEY)
+    public_id = models.UUIDField(_("public id"), default=uuid.uuid4, unique=True, editable=False)
+    plan = models.CharField(_("plan"), max_length=16, choices=Plan.choices)
+    billing = models.CharField(_("billing"), max_length=16, choices=Billing.choices, default=Billing.YEARLY)
+    pay_using = models.CharField(_("payment method"), max_length=16, choices=PayUsing.choices)
+    name = models.CharField(_("name"), max_length=200)
+    email = models.EmailField(_("e-mail"))
+    phone = models.CharField(_("mobile phone"), max_length=32)
+    price = models.DecimalField(_("price"), **MONEY)
+    promocode = models.CharField(_("promocode"), max_length=50, blank=True)
+    promocode_id = models.PositiveIntegerField(_("promocode id"), null=True, blank=True)
+    discount = models.DecimalField(_("discount"), default=ZERO, **MONEY)
     #: What the club asks: the price less the promocode's discount (the service's fees come on top).
-    amount = models.DecimalField(**MONEY)
+    amount = models.DecimalField(_("amount"), **MONEY)
     #: The total with the service's fees, as prepare amount said when the member reviewed the order.
-    total_with_fees = models.DecimalField(null=True, blank=True, **MONEY)
-    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=NEW, db_index=True)
-    paid_at = models.DateTimeField(null=True, blank=True)
-    paid_until = models.DateField(null=True, blank=True)
-    renewals = models.PositiveIntegerField("renewal charges", default=0)
-    renewal_cancelled_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(auto_now=True)
+    total_with_fees = models.DecimalField(_("total with fees"), null=True, blank=True, **MONEY)
+    status = models.CharField(_("status"), max_length=10, choices=STATUS_CHOICES, default=NEW, db_index=True)
+    paid_at = models.DateTimeField(_("paid at"), null=True, blank=True)
+    paid_until = models.DateField(_("paid until"), null=True, blank=True)
+    renewals = models.PositiveIntegerField(_("renewal charges"), default=0)
+    renewal_cancelled_at = models.DateTimeField(_("renewal cancelled at"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
         ordering = ["-created_at", "-pk"]
+        verbose_name = _("membership")
+        verbose_name_plural = _("memberships")
 
     def __str__(self) -> str:
-        return f"{self.get_plan_display()} membership of {self.name} ({self.get_status_display()})"
+        return gettext("%(plan)s membership of %(name)s (%(status)s)") % {
+            "plan": self.get_plan_display(),
+            "name": self.name,
+            "status": self.get_status_display(),
+        }
 
     def get_absolute_url(self) -> str:
         return reverse("members:membership", args=[self.public_id])

@@ -25,6 +25,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST, require_safe
 
@@ -132,7 +133,8 @@ def join(request: HttpRequest) -> HttpResponse:
         if membership is not None:
             _remember(request, membership)
             return redirect(membership)
-    return render(request, "members/join.html", {"form": form, "prices": PRICES, "currency": CURRENCY})
+    prices = [(Plan(plan).label, by[Billing.YEARLY], by[Billing.MONTHLY]) for plan, by in PRICES.items()]
+    return render(request, "members/join.html", {"form": form, "prices": prices, "currency": CURRENCY})
 
 
 def _new_membership(request: HttpRequest, form: JoinForm) -> Membership | None:
@@ -146,13 +148,15 @@ def _new_membership(request: HttpRequest, form: JoinForm) -> Membership | None:
             )
         except PaymentRefused as error:
             form.add_error(
-                "promocode", f"This promocode cannot be used: {' '.join(_refusal_messages(error))}"
+                "promocode",
+                gettext("This promocode cannot be used: %(reason)s")
+                % {"reason": " ".join(_refusal_messages(error))},
             )
             return None
         except ServiceLayerError:
             logger.exception("promocode %s could not be checked", data["promocode"])
             form.add_error(
-                "promocode", "The promocode could not be checked now. Try again, or leave it empty."
+                "promocode", gettext("The promocode could not be checked now. Try again, or leave it empty.")
             )
             return None
         discount = min(checked.value or ZERO, price)
@@ -165,7 +169,9 @@ def _new_membership(request: HttpRequest, form: JoinForm) -> Membership | None:
             total = services.prepare_amount(amount, currency=CURRENCY, payment_method=data["pay_using"])
         except ServiceLayerError:
             logger.exception("fees could not be computed")
-            form.add_error(None, "The payment service cannot be reached now. Please try again in a minute.")
+            form.add_error(
+                None, gettext("The payment service cannot be reached now. Please try again in a minute.")
+            )
             return None
     fields = {
         "plan": data["plan"],
@@ -207,7 +213,9 @@ def details(request: HttpRequest, public_id: UUID) -> HttpResponse:
     payment service refused them)."""
     membership = _owned_membership(request, public_id)
     if not _changeable(membership):
-        messages.info(request, "These details can no longer change: the payment is under way or done.")
+        messages.info(
+            request, gettext("These details can no longer change: the payment is under way or done.")
+        )
         return redirect(membership)
     form = BillingDataForm(request.POST or None, initial=_billing_initial(membership))
     if request.method == "POST" and form.is_valid():
@@ -215,7 +223,7 @@ def details(request: HttpRequest, public_id: UUID) -> HttpResponse:
         Membership.objects.filter(pk=membership.pk).update(
             name=data["name"], email=data["email"], phone=data["phone_number"]
         )
-        messages.success(request, "Your details are updated. Check your order, then pay.")
+        messages.success(request, gettext("Your details are updated. Check your order, then pay."))
         return redirect(membership)
     return _details_page(request, membership, form)
 
@@ -238,7 +246,7 @@ def pay(request: HttpRequest, public_id: UUID) -> HttpResponse:
     """
     membership = _owned_membership(request, public_id)
     if membership.status == Membership.PAID:
-        messages.info(request, "This membership is already paid.")
+        messages.info(request, gettext("This membership is already paid."))
         return redirect(membership)
     try:
         txn = services.start_payment(
@@ -254,9 +262,10 @@ def pay(request: HttpRequest, public_id: UUID) -> HttpResponse:
             pay_using=membership.pay_using,
             recurring=membership.recurring_terms(),
             promocode_id=membership.promocode_id,
+            # Shown to the member on the payment page: in the member's language.
             custom_fields=[
-                {"field_label": "Plan", "field_value": membership.get_plan_display()},
-                {"field_label": "Membership", "field_value": membership.reference},
+                {"field_label": gettext("Plan"), "field_value": membership.get_plan_display()},
+                {"field_label": gettext("Membership"), "field_value": membership.reference},
             ],
         )
     except PaymentRefused as error:
@@ -265,14 +274,20 @@ def pay(request: HttpRequest, public_id: UUID) -> HttpResponse:
             form = BillingDataForm(_billing_initial(membership))
             form.is_valid()
             form.add_service_errors(error)
-            messages.error(request, "The payment service did not accept these details: please correct them.")
+            messages.error(
+                request, gettext("The payment service did not accept these details: please correct them.")
+            )
             return _details_page(request, membership, form)
         for message in _refusal_messages(error):
-            messages.error(request, f"The payment could not be started: {message}")
+            messages.error(
+                request, gettext("The payment could not be started: %(reason)s") % {"reason": message}
+            )
         return redirect(membership)
     except ServiceLayerError:
         logger.exception("%s: the payment could not be started", membership.reference)
-        messages.error(request, "The payment service cannot be reached now. Nothing was charged; try again.")
+        messages.error(
+            request, gettext("The payment service cannot be reached now. Nothing was charged; try again.")
+        )
         return redirect(membership)
     Membership.objects.filter(pk=membership.pk, status__in=[Membership.NEW, Membership.FAILED]).update(
         status=Membership.PENDING
@@ -280,8 +295,10 @@ def pay(request: HttpRequest, public_id: UUID) -> HttpResponse:
     if txn.outcome_unknown and not txn.iframe_url:
         messages.warning(
             request,
-            "We could not confirm that your payment was started. Please do not pay again: "
-            "this page shows the payment as soon as the service confirms it.",
+            gettext(
+                "We could not confirm that your payment was started. Please do not pay again: "
+                "this page shows the payment as soon as the service confirms it."
+            ),
         )
         return redirect(membership)
     if membership.pay_using == PayUsing.CARD and txn.iframe_url and txn.status == Transaction.PENDING:
@@ -349,7 +366,9 @@ def simulate_kiosk_payment(request: HttpRequest, public_id: UUID) -> HttpRespons
             timeout=10,
         )
         if answer.status_code >= 300:
-            messages.error(request, f"The sandbox answered {answer.status_code}.")
+            messages.error(
+                request, gettext("The sandbox answered %(status)s.") % {"status": answer.status_code}
+            )
     return redirect(membership)
 
 
@@ -412,7 +431,7 @@ def invoice_new(request: HttpRequest) -> HttpResponse:
         if existing is not None:
             return redirect("members:invoice", pk=existing.pk)  # a second click
         if not cache.add(f"clubsite:{reference}", True, timeout=600):
-            messages.info(request, "This invoice is being sent already.")
+            messages.info(request, gettext("This invoice is being sent already."))
             return redirect("members:invoices")
         order = _send_invoice(request, form, reference)
         if order is not None:
@@ -452,13 +471,17 @@ def _send_invoice(request: HttpRequest, form: InvoiceForm, reference: str) -> Di
         return None
     except ServiceLayerError:
         logger.exception("invoice %s could not be sent", reference)
-        form.add_error(None, "The payment service cannot be reached now. Nothing was sent; try again.")
+        form.add_error(
+            None, gettext("The payment service cannot be reached now. Nothing was sent; try again.")
+        )
         return None
     if order.state == DirectOrder.UNKNOWN:
         messages.warning(
             request,
-            "The service did not answer: the invoice may or may not have been created. "
-            "Do not send it again; check the service's dashboard.",
+            gettext(
+                "The service did not answer: the invoice may or may not have been created. "
+                "Do not send it again; check the service's dashboard."
+            ),
         )
     return order
 
@@ -474,7 +497,7 @@ def _answers(txn: Transaction) -> list[tuple[str, str]]:
         fields = {
             item.get("field_label"): item.get("field_value") for item in fields if isinstance(item, dict)
         }
-    shown = {True: "yes", False: "no", None: "—"}
+    shown = {True: gettext("yes"), False: gettext("no"), None: "—"}
     return [
         (str(label), shown[value] if isinstance(value, bool) or value is None else str(value))
         for label, value in fields.items()

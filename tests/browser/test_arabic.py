@@ -1,0 +1,207 @@
+"""The club site with ``LANGUAGE_CODE = "ar"`` in Chromium: every page a customer sees on the demo's flows
+reads in Arabic, right to left, with amounts, phone numbers and ids kept readable.
+
+The browser asks for French, which the site does not offer, so the site's LANGUAGE_CODE decides, for the
+site, the payment app's pages and the mounted sandbox alike (its answers to the app too: the service's
+refusals reach the customer in Arabic). On every page the rendered text is searched for the English of the
+three catalogues (the app's, the sandbox's, the example project's) and for any run of English words.
+Screenshots of the Arabic pages go to the documentation (``*-ar.png``).
+"""
+
+from __future__ import annotations
+
+import gettext
+import re
+from functools import cache
+from typing import Any
+
+import pytest
+
+from .flows import join, login, status_of, unique_email
+from .support import ROOT, ClubSite, needs_browser, screenshot
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the tests are skipped (needs_browser), or fail where the browser is required
+    expect = None  # type: ignore[assignment]
+
+pytestmark = [pytest.mark.browser, needs_browser]
+
+CATALOGUES = [
+    ROOT / "django_paycollect" / "locale" / "ar" / "LC_MESSAGES" / "django.mo",
+    ROOT / "django_paycollect" / "sandbox" / "locale" / "ar" / "LC_MESSAGES" / "django.mo",
+    ROOT / "example_project" / "clubsite" / "members" / "locale" / "ar" / "LC_MESSAGES" / "django.mo",
+]
+#: Three English words in a row (letters, apostrophes and hyphens; digits, codes and e-mail addresses are
+#: not words): an English sentence, or a piece of one, whatever its origin.
+ENGLISH_RUN = re.compile(r"[A-Za-z][A-Za-z'\u2019-]*(?:[ \t]+[A-Za-z][A-Za-z'\u2019-]*){2,}")
+_PLACEHOLDERS = re.compile(r"%\(\w+\)[sd]|%%|<[^>]*>")
+
+NAME = "منى علي"
+PHONE = "+201001234567"
+
+
+@cache
+def english_fragments() -> frozenset[str]:
+    """The English of every catalogue entry, cut at its placeholders and tags: the pieces of two words or
+    more that a page shows as they are when a string is not translated."""
+    fragments = set()
+    for path in CATALOGUES:
+        assert path.exists(), f"{path} is missing: make compile-messages"
+        with path.open("rb") as handle:
+            catalogue = gettext.GNUTranslations(handle)._catalog  # type: ignore[attr-defined]
+        for key in catalogue:
+            msgid = key[0] if isinstance(key, tuple) else key
+            for piece in _PLACEHOLDERS.split(msgid):
+                piece = " ".join(piece.split()).strip(" .,:;()“”")
+                if " " in piece and len(piece) >= 8:
+                    fragments.add(piece)
+    return frozenset(fragments)
+
+
+def assert_reads_in_arabic(page: Any) -> None:
+    """The page is Arabic and right to left, and no English of a catalogue nor any English sentence shows."""
+    assert page.get_attribute("html", "lang") == "ar", page.url
+    assert page.get_attribute("html", "dir") == "rtl", page.url
+    text = f"{page.title()}\n{page.inner_text('body')}"
+    untranslated = sorted(fragment for fragment in english_fragments() if fragment in text)
+    english = ENGLISH_RUN.findall(text)
+    assert not untranslated, f"{page.url}: untranslated {untranslated}\n{text}"
+    assert not english, f"{page.url}: English {english}\n{text}"
+
+
+def assert_isolated_left_to_right(page: Any, selector: str) -> None:
+    """The element keeps its own left-to-right order inside the right-to-left page (a <bdi dir="ltr">)."""
+    direction = page.eval_on_selector(selector, "element => getComputedStyle(element).direction")
+    bidi = page.eval_on_selector(selector, "element => getComputedStyle(element).unicodeBidi")
+    assert (direction, bidi) == ("ltr", "isolate"), selector
+
+
+def test_join_errors_the_service_s_refusal_the_hosted_page_and_the_waiting_page_in_arabic(
+    page_fr: Any, site_ar: ClubSite
+) -> None:
+    page, site = page_fr, site_ar
+    email = unique_email("arabic")
+    page.goto(f"{site.url}/")
+    assert_reads_in_arabic(page)
+
+    # The join form's field errors, from the payment app's rules, in Arabic.
+    page.goto(f"{site.url}/join/")
+    assert_reads_in_arabic(page)
+    page.fill("#id_name", "منى")
+    page.fill("#id_email", email)
+    page.fill("#id_phone_number", "+2010012345678901")
+    page.click("#join-form button[type=submit]")
+    form = page.locator("#join-form")
+    expect(form).to_contain_text("أدخل الاسم الأول واسم العائلة، بينهما مسافة.")
+    expect(form).to_contain_text("هذا الرقم أطول من اللازم: 15 رقمًا على الأكثر بعد علامة +")
+    assert page.get_attribute("#id_phone_number", "dir") == "ltr"  # the + stays before the country code
+    assert page.get_attribute("#id_name", "dir") == "auto"
+    assert_reads_in_arabic(page)
+    screenshot(page, "demo-join-errors-ar", docs=True)
+
+    # A number the app's rules accept but the service refuses: its refusal reaches the member in Arabic.
+    join(page, site, email=email, name=NAME, phone="+2010012")
+    assert_reads_in_arabic(page)
+    page.click("#pay-button")
+    expect(page.locator("#details-form")).to_contain_text("رمز الدولة")
+    assert_reads_in_arabic(page)
+    page.fill("#id_phone_number", PHONE)
+    page.click("#details-form button[type=submit]")
+    page.wait_for_url(re.compile(r"/memberships/[0-9a-f-]+/$"))
+    assert_reads_in_arabic(page)
+
+    # The hosted payment page, right to left: labels on the right, amounts on the left, each amount whole.
+    page.click("#pay-button")
+    page.wait_for_url(re.compile(r"/sandbox/pay/"))
+    assert_reads_in_arabic(page)
+    label = page.locator("#summary tr.total td").first.bounding_box()
+    amount = page.locator("#total").bounding_box()
+    assert label["x"] > amount["x"] + amount["width"] - 1
+    assert_isolated_left_to_right(page, "#total bdi")
+    expect(page.locator("#total")).to_have_text(re.compile(r"^\d+\.\d\d EGP$"))
+    screenshot(page, "sandbox-payment-page-ar", docs=True)
+
+    # Back before the service has confirmed: the waiting page, in Arabic.
+    site.control.fault("fetch_transaction", "status", status=500, times=1)
+    site.control.next_callbacks("delay", delay_seconds=1.5)
+    page.click("button.pay")
+    page.wait_for_url(re.compile(r"/payments/return/"))
+    expect(page.locator("#paycollect-waiting h1")).to_have_text("جارٍ تأكيد دفعتك…")
+    assert_reads_in_arabic(page)
+    screenshot(page, "waiting-page-ar", docs=True)
+
+    page.wait_for_url(re.compile(r"/payment/thanks/"), timeout=30_000)
+    assert status_of(page) == "paid"
+    expect(page.locator("#paid-message")).to_contain_text(f"مرحبًا بك في النادي، {NAME}!")
+    assert_reads_in_arabic(page)
+    page.click("#membership-link")
+    expect(page.locator("#status-changes")).to_contain_text("قيد الانتظار ← ناجحة (إشعار)")
+    assert_isolated_left_to_right(page, "#payer bdi[dir=ltr]")
+    assert_reads_in_arabic(page)
+    screenshot(page, "demo-status-ar", docs=True)
+
+
+def test_a_declined_card_a_kiosk_bill_and_an_invoice_link_in_arabic(page_fr: Any, site_ar: ClubSite) -> None:
+    page, site = page_fr, site_ar
+
+    # A declined card: the failure page.
+    join(page, site, email=unique_email("arabic-declined"), name=NAME, billing="monthly")
+    page.click("#pay-button")
+    page.wait_for_url(re.compile(r"/sandbox/pay/"))
+    expect(page.locator("#summary")).to_contain_text("كل 30 يومًا أو أكثر")
+    assert_reads_in_arabic(page)
+    page.click("button.decline")
+    page.wait_for_url(re.compile(r"/payment/failed/"))
+    expect(page.locator("#result-title")).to_have_text("لم تكتمل دفعتك")
+    assert_reads_in_arabic(page)
+
+    # Cash at a kiosk: the bill reference, and the service's message, in Arabic.
+    join(page, site, email=unique_email("arabic-kiosk"), name=NAME, plan="junior", pay_using="kiosk")
+    page.click("#pay-button")
+    page.wait_for_url(re.compile(r"/memberships/[0-9a-f-]+/$"))
+    expect(page.locator("#bill-reference")).to_have_text(re.compile(r"^\d{10}$"))
+    expect(page.locator("#membership-status")).to_contain_text("الرقم المرجعي للفاتورة")
+    assert_reads_in_arabic(page)
+    page.goto(f"{site.url}/")
+    assert_reads_in_arabic(page)
+
+    # An invoice's payment link, as the customer opens it: the sandbox's direct order page.
+    login(page, site, next_path="/invoices/new/")
+    page.fill("#id_name", "اشتراك المسبح، فصل الربيع")
+    page.fill("#id_amount", "500.00")
+    page.fill("#id_customer_name", "عمر حسن")
+    page.fill("#id_customer_email", unique_email("arabic-invoice"))
+    page.fill("#id_customer_mobile", "+201112223334")
+    page.fill("#id_field_0_label", "مقاس القميص")
+    page.select_option("#id_field_0_type", "DROPDOWNLIST")
+    page.fill("#id_field_0_choices", "S, M, L")
+    page.click("#invoice-form button[type=submit]")
+    page.wait_for_url(re.compile(r"/invoices/\d+/$"))
+    link = page.get_attribute("#payment-link", "href")
+    assert link
+    page.context.clear_cookies()  # the customer, not the staff member
+    page.goto(link)
+    assert_reads_in_arabic(page)
+    page.get_by_label("مقاس القميص").select_option("M")
+    page.check("input[name=pay_using][value=card]")
+    page.click("button.pay")
+    page.wait_for_url(re.compile(r"/payment/thanks/"), timeout=30_000)
+    assert_reads_in_arabic(page)
+
+
+def test_the_language_switch_changes_the_pages_and_their_direction(page: Any, site: ClubSite) -> None:
+    page.goto(f"{site.url}/join/")
+    assert page.get_attribute("html", "dir") == "ltr"
+    expect(page.locator("h1")).to_have_text("Become a member")
+
+    page.click("#language-switch button[value=ar]")
+    page.wait_for_url(f"{site.url}/join/")
+    expect(page.locator("h1")).to_have_text("انضم إلى النادي")
+    assert page.get_attribute("html", "dir") == "rtl"
+    expect(page.locator("#language-switch button[value=ar]")).to_have_attribute("aria-current", "true")
+
+    page.click("#language-switch button[value=en]")
+    page.wait_for_url(f"{site.url}/join/")
+    expect(page.locator("h1")).to_have_text("Become a member")
+    assert page.get_attribute("html", "dir") == "ltr"
