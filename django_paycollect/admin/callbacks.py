@@ -19,6 +19,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services, tasks
+from ..changelists import CallbackTokenFilter, ClaimedStatusFilter
 from ..client.money import loads_json, too_deep
 from ..models import (
     ReceivedCallback,
@@ -109,10 +110,11 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
         CallbackWaitingFilter,
         CallbackValidityFilter,
         MalformedHintsFilter,
-        "claimed_status",
+        ClaimedStatusFilter,
         ("received_at", admin.DateFieldListFilter),
-        "token_index",
+        CallbackTokenFilter,
     )
+    sortable_by = ("received_at", "transaction_uuid")
     search_fields = ("=transaction_uuid", "=payment_id", "=task_id")
     search_help_text = _("An exact transaction uuid, payment id or Celery task id.")
     changelist_defer = (

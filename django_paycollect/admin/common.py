@@ -19,8 +19,8 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 
+from ..changelists import CappedCountPaginator, ScalableChangeList, exact_search
 from ..exceptions import ServiceLayerError
-from ..ids import canonical_uuid, looks_like_uuid
 from ..models import (
     ZERO,
     Transaction,
@@ -153,19 +153,16 @@ def refund_refusal(txn: Transaction) -> str | None:
 # --- shared pieces ---------------------------------------------------------------------------------
 
 
-class DeferringChangeList(ChangeList):
-    """Leaves the model admin's ``changelist_defer`` columns (large JSON) out of changelist queries."""
-
-    def get_queryset(self, request: HttpRequest, *args: Any, **kwargs: Any) -> QuerySet[Any]:
-        queryset = super().get_queryset(request, *args, **kwargs)
-        deferred: Sequence[str] = getattr(self.model_admin, "changelist_defer", ())
-        return queryset.defer(*deferred) if deferred else queryset
+#: The changelist of every model admin of the app (its former name).
+DeferringChangeList = ScalableChangeList
 
 
 class PayCollectAdmin(ModelAdmin[_M]):
-    """Read-only by default; changelists count no full result and skip large columns."""
+    """Read-only by default; changelists count at most ``COUNT_LIMIT`` rows, filter on fixed choices,
+    search exact identifiers, sort on indexed columns and skip large columns (see ``changelists``)."""
 
     show_full_result_count = False
+    paginator = CappedCountPaginator
     changelist_defer: Sequence[str] = ()
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -178,19 +175,15 @@ class PayCollectAdmin(ModelAdmin[_M]):
         return False
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
-        return DeferringChangeList
+        return ScalableChangeList
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[_M], search_term: str
     ) -> tuple[QuerySet[_M], bool]:
-        # A uuid pasted in capitals or without dashes finds what is stored in the canonical form
-        # (as well as anything stored exactly as typed).
-        found, duplicates = super().get_search_results(request, queryset, search_term)
-        canonical = canonical_uuid(search_term.strip()) if looks_like_uuid(search_term) else search_term
-        if canonical != search_term:
-            also, more = super().get_search_results(request, queryset, canonical)
-            found, duplicates = found | also, duplicates or more
-        return found, duplicates
+        # Exact matches only (a uuid in any spelling finds its canonical form): indexes serve them.
+        if not search_term.strip():
+            return queryset, False
+        return exact_search(queryset, self.get_search_fields(request), search_term), False
 
     # Actions run in the changelist view: it must stay out of atomic, even under ATOMIC_REQUESTS.
     @transaction.non_atomic_requests

@@ -19,6 +19,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
+from ..changelists import CommunityFilter
 from ..exceptions import PaymentRefused, ServiceLayerError
 from ..forms import DirectOrderForm, refusal_errors
 from ..models import (
@@ -81,7 +82,8 @@ class DirectOrderAdmin(PayCollectAdmin[DirectOrder]):
         "created_at",
     )
     list_select_related = ("created_by",)
-    list_filter = ("state", "community_id", ("created_at", admin.DateFieldListFilter))
+    list_filter = ("state", CommunityFilter, ("created_at", admin.DateFieldListFilter))
+    sortable_by = ("created_at",)
     search_fields = ("=payment_id", "=merchant_reference", "=customer_email")
     search_help_text = _("An exact order id, merchant reference or customer e-mail.")
     changelist_defer = ("raw", "custom_fields", "tags", "order_description", "service_message")

@@ -11,6 +11,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
+from ..changelists import CommunityFilter, ErrorClassFilter, OperationFilter
 from ..dashboard import RefundCommunityListFilter
 from ..exceptions import ServiceLayerError
 from ..models import (
@@ -47,12 +48,13 @@ class ApiCallAdmin(PayCollectAdmin[ApiCall]):
     )
     list_select_related = ("transaction",)
     list_filter = (
-        "operation",
-        "error_class",
+        OperationFilter,
+        ErrorClassFilter,
         "outcome_unknown",
-        "community_id",
+        CommunityFilter,
         ("created_at", admin.DateFieldListFilter),
     )
+    sortable_by = ("created_at",)
     search_fields = ("=transaction__uuid", "=task_id")
     search_help_text = _("An exact transaction uuid or Celery task id.")
     changelist_defer = (
@@ -112,6 +114,7 @@ class RefundAdmin(PayCollectAdmin[Refund]):
     list_display = ("created_at", "transaction", "amount", "state", "requested_by", "completed_at", "error")
     list_select_related = ("transaction", "requested_by")
     list_filter = ("state", RefundCommunityListFilter, ("created_at", admin.DateFieldListFilter))
+    sortable_by = ("created_at",)
     search_fields = ("=transaction__uuid",)
     search_help_text = _("An exact transaction uuid.")
     changelist_defer = ("transaction__raw", "transaction__custom_fields")
@@ -171,7 +174,8 @@ class StatisticsSnapshotAdmin(PayCollectAdmin[StatisticsSnapshot]):
         "total_collected_transactions",
         "weekly_collected_transactions",
     )
-    list_filter = ("community_id", ("taken_at", admin.DateFieldListFilter))
+    list_filter = (CommunityFilter, ("taken_at", admin.DateFieldListFilter))
+    sortable_by = ("taken_at",)
     changelist_defer = ("raw",)
     fields = readonly_fields = (
         "community_id",

@@ -16,6 +16,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
+from ..changelists import CommunityFilter
 from ..exceptions import ServiceLayerError
 from ..models import (
     RecurringSeries,
@@ -134,7 +135,8 @@ class RecurringSeriesAdmin(PayCollectAdmin[RecurringSeries]):
         "created_at",
     )
     list_select_related = ("cancelled_by",)
-    list_filter = ("active", "cancel_state", "community_id")
+    list_filter = ("active", "cancel_state", CommunityFilter)
+    sortable_by = ("parent_uuid", "created_at")
     search_fields = ("=parent_uuid",)
     changelist_defer = ("raw",)
     actions = ("cancel",)

@@ -19,6 +19,7 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
+from ..changelists import CommunityFilter, exact_search
 from ..dashboard import CurrencyListFilter
 from ..exceptions import ServiceLayerError
 from ..forms import RefundForm
@@ -83,9 +84,11 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
         "created_at",
     )
     list_display_links = ("uuid_display",)
+    # Columns with an index that reads them in order (see changelists.ScalableChangeList).
+    sortable_by = ("uuid_display", "amount", "created_at")
     list_filter = (
         "status",
-        "community_id",
+        CommunityFilter,
         CurrencyListFilter,
         ("created_at", admin.DateFieldListFilter),
         "outcome_unknown",
@@ -175,10 +178,9 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
         term = search_term.strip()
         if not term:
             return queryset, False
-        # Exact matches use the indexes; a "contains" search would scan every row.
-        emails = {term, term.lower()}
-        matches = Q(uuid=term) | Q(merchant_reference=term) | Q(customer_email__in=emails)
-        return queryset.filter(matches), False
+        # Exact matches use the indexes; a "contains" search would scan every row. An e-mail address
+        # typed in capitals finds the one stored in lower case too.
+        return exact_search(queryset, self.search_fields, term, extra=Q(customer_email=term.lower())), False
 
     def get_urls(self) -> list[URLPattern]:
         info = self.opts.app_label, self.opts.model_name

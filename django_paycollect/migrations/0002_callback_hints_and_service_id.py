@@ -289,6 +289,23 @@ class Migration(migrations.Migration):
             model_name='transaction',
             index=models.Index(condition=models.Q(('uuid__isnull', False)), fields=['community_id'], name='paycollect_txn_report_known'),
         ),
+        # The admin at millions of rows: its sorts and exact searches read indexes.
+        migrations.AddIndex(
+            model_name='receivedcallback',
+            index=models.Index(fields=['payment_id'], name='paycollect_callback_payment'),
+        ),
+        migrations.AddIndex(
+            model_name='receivedcallback',
+            index=models.Index(fields=['task_id'], name='paycollect_callback_task'),
+        ),
+        migrations.AddIndex(
+            model_name='recurringseries',
+            index=models.Index(fields=['created_at'], name='paycollect_series_created'),
+        ),
+        migrations.AddIndex(
+            model_name='transaction',
+            index=models.Index(fields=['total_amount', 'id'], name='paycollect_txn_amount_sort'),
+        ),
         migrations.AddConstraint(
             model_name='recurringseries',
             constraint=models.UniqueConstraint(django.db.models.functions.text.Lower(django.db.models.functions.text.Replace('parent_uuid', models.Value('-'), models.Value(''))), name='paycollect_series_one_row_per_parent'),

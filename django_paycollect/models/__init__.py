@@ -312,6 +312,8 @@ class Transaction(models.Model):
             models.Index(
                 fields=["community_id"], condition=Q(uuid__isnull=False), name="paycollect_txn_report_known"
             ),
+            # The admin's sort by amount, ties broken by id in the same direction (changelists).
+            models.Index(fields=["total_amount", "id"], name="paycollect_txn_amount_sort"),
         ]
 
     def __str__(self) -> str:
@@ -519,6 +521,8 @@ class RecurringSeries(models.Model):
         verbose_name_plural = _("recurring series")
         ordering = ["-created_at", "-pk"]
         constraints = [canonical_unique("parent_uuid", "paycollect_series_one_row_per_parent")]
+        # The admin's changelist, newest first.
+        indexes = [models.Index(fields=["created_at"], name="paycollect_series_created")]
 
     def __str__(self) -> str:
         return f"series {self.parent_uuid}"

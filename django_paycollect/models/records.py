@@ -172,6 +172,9 @@ class ReceivedCallback(models.Model):
         indexes = [
             # Callback health on the dashboard (``reporting``): states of a period's callbacks.
             models.Index(fields=["received_at", "state", "processed_at"], name="paycollect_callback_report"),
+            # The admin's exact searches by payment id and Celery task id.
+            models.Index(fields=["payment_id"], name="paycollect_callback_payment"),
+            models.Index(fields=["task_id"], name="paycollect_callback_task"),
         ]
 
     def __str__(self) -> str:

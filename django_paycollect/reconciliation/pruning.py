@@ -111,9 +111,10 @@ def _delete_in_batches(
     total = queryset.count() if progress is not None else 0
     using = router.db_for_write(queryset.model)
     deleted = batches = 0
+    remaining = queryset
     while True:
         with transaction.atomic(using=using):
-            pks = list(queryset.order_by("pk").values_list("pk", flat=True)[:batch_size])
+            pks = list(remaining.order_by("pk").values_list("pk", flat=True)[:batch_size])
             if not pks:
                 break
             # The first batch_size matching rows are exactly the matching rows between the first and
@@ -126,6 +127,10 @@ def _delete_in_batches(
             # to null), reading only their primary keys, never their bodies.
             _total, per_model = batch.only("pk").delete()
             deleted += per_model.get(queryset.model._meta.label, 0)
+        # The next batch starts after the last deleted key: read from the start each time, the pk
+        # index would walk past every row deleted so far (dead entries until a vacuum), which made
+        # pruning quadratic in the rows deleted.
+        remaining = queryset.filter(pk__gt=pks[-1])
         batches += 1
         if progress is not None:
             progress(name, deleted, max(total, deleted))

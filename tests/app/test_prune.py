@@ -55,6 +55,22 @@ def test_an_exact_multiple_of_the_batch_size_needs_no_empty_delete():
     assert (result.api_calls, result.batches, len(deletes(queries))) == (10, 2, 2)
 
 
+def test_each_batch_resumes_after_the_last_deleted_key():
+    make_calls(5, OLD)
+    last_of_first_batch = sorted(ApiCall.objects.values_list("pk", flat=True))[1]
+    with CaptureQueriesContext(connection) as queries:
+        reconciliation.prune(dt.timedelta(days=90), batch_size=2)
+    reads = [
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].startswith('SELECT "paycollect_apicall"."id"') and "LIMIT 2" in q["sql"]
+    ]
+    assert len(reads) == 3
+    # Not from the start again: the index would walk past every row deleted so far.
+    assert '"id" >' not in reads[0]
+    assert f'"paycollect_apicall"."id" > {last_of_first_batch}' in reads[1]
+
+
 def test_keeps_newer_rows_and_callbacks_never_processed():
     make_calls(3, OLD)
     make_calls(2, dt.timedelta(days=89))
