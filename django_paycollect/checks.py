@@ -91,13 +91,23 @@ def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
 
 
 #: Settings holding a number of seconds: (key, smallest allowed value, whether that value is allowed).
-SECONDS_SETTINGS = (("CALLBACK_REQUEUE_AFTER", 0, False), ("CALLBACK_FETCH_INTERVAL", 0, True))
+SECONDS_SETTINGS = (
+    ("CALLBACK_REQUEUE_AFTER", 0, False),
+    ("CALLBACK_FETCH_INTERVAL", 0, True),
+    ("RECONCILE_GIVE_UP_AFTER", 0, False),
+)
+#: Seconds settings where None means "never".
+SECONDS_OR_NEVER = frozenset({"RECONCILE_GIVE_UP_AFTER"})
+#: Settings holding a count: a whole number, at least 1.
+COUNT_SETTINGS = ("RECONCILE_CONCURRENCY", "RECONCILE_CHUNK_SIZE")
 
 
 def _check_seconds() -> list[CheckMessage]:
     messages: list[CheckMessage] = []
     for key, floor, floor_allowed in SECONDS_SETTINGS:
         value = getattr(paycollect_settings, key)
+        if value is None and key in SECONDS_OR_NEVER:
+            continue
         number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
         if (
             number is None
@@ -110,6 +120,16 @@ def _check_seconds() -> list[CheckMessage]:
                 Error(
                     f"PAYCOLLECT['{key}'] is {value!r}: it must be a number of seconds, {bound}.",
                     hint=f"Remove it to use the default ({DEFAULTS[key]} seconds).",
+                    id="paycollect.E010",
+                )
+            )
+    for key in COUNT_SETTINGS:
+        value = getattr(paycollect_settings, key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            messages.append(
+                Error(
+                    f"PAYCOLLECT['{key}'] is {value!r}: it must be a whole number, at least 1.",
+                    hint=f"Remove it to use the default ({DEFAULTS[key]}).",
                     id="paycollect.E010",
                 )
             )

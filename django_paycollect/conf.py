@@ -61,6 +61,12 @@ DEFAULTS: dict[str, Any] = {
     "STORE_REQUEST_BODIES": True,
     # Mask names, e-mail addresses and phone numbers in stored request bodies.
     "REDACT_PII": True,
+    # Reconciliation: fetches of open transactions at once (threads; 1 on SQLite), how many one task
+    # fetches before handing the rest to other workers in chunks, and the age (seconds; None: never)
+    # past which an open transaction is no longer fetched but listed for a person.
+    "RECONCILE_CONCURRENCY": 4,
+    "RECONCILE_CHUNK_SIZE": 500,
+    "RECONCILE_GIVE_UP_AFTER": 7 * 86400,
     "DEFAULT_CURRENCY": "EGP",
     "DEFAULT_PAY_USING": "card",
     # The largest amount a payment, direct order, refund, fee computation or promocode check may name, in any

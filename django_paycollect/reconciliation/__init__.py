@@ -38,4 +38,9 @@ from .steps import COMMUNITY_REVIEW_DAYS as COMMUNITY_REVIEW_DAYS
 from .steps import STALE_OPEN_INTERVAL as STALE_OPEN_INTERVAL
 from .steps import STEPS as STEPS
 from .steps import Step as Step
+from .steps import concurrency as concurrency
+from .steps import give_up_after as give_up_after
+from .steps import given_up as given_up
+from .steps import open_at_the_service as open_at_the_service
 from .steps import reconcile as reconcile
+from .steps import reconcile_chunk as reconcile_chunk

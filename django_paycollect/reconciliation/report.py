@@ -53,6 +53,11 @@ class Summary:
     abandoned: int = 0
     cancels_settled: int = 0
     missed_charges: int = 0
+    #: Open transactions older than ``RECONCILE_GIVE_UP_AFTER``: no longer fetched, left to a person.
+    given_up: int = 0
+    #: Chunks of open transactions handed to other workers (``reconcile_chunk`` tasks), and their rows.
+    chunks: int = 0
+    chunked: int = 0
     #: Every finding worth reading: changes, reviews, errors (not the "still pending" ones).
     findings: list[Finding] = field(default_factory=list)
 
@@ -81,6 +86,9 @@ class Summary:
             "abandoned": self.abandoned,
             "cancels_settled": self.cancels_settled,
             "missed_charges": self.missed_charges,
+            "given_up": self.given_up,
+            "chunks": self.chunks,
+            "chunked": self.chunked,
             "needs_review": len(self.needs_review),
             "errors": len(self.errors),
             "findings": [asdict(f) for f in self.findings],
@@ -92,6 +100,17 @@ class Summary:
             f"Reconciliation of {scope} (older than {format_age(self.older_than)}) "
             f"took {self.seconds:.1f} s:",
             f"  transactions fetched again: {self.fetched} ({self.changed} changed status)",
+        ]
+        if self.chunks:
+            lines.append(
+                f"  open transactions handed to other workers: {self.chunked} in {self.chunks} chunk(s)"
+            )
+        if self.given_up:
+            lines.append(
+                "  open for longer than RECONCILE_GIVE_UP_AFTER, no longer fetched (need a person): "
+                f"{self.given_up}"
+            )
+        lines += [
             f"  unknown starts abandoned: {self.abandoned}",
             f"  unknown cancellations settled: {self.cancels_settled}",
             f"  recurring charges we never heard of: {self.missed_charges}",

@@ -7,17 +7,20 @@ A step selects the rows it is unsure about (:meth:`Step.select`), describes one 
 
 from __future__ import annotations
 
+import contextvars
 import logging
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
-from django.db import models
+from django.db import connections, models, router
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from .. import services
+from ..conf import paycollect_settings
 from ..exceptions import ServiceLayerError, describe_error
 from ..models import ApiCall, DirectOrder, RecurringSeries, Refund, Transaction
 from .report import Finding, Progress, ProgressCallback, Summary
@@ -59,6 +62,8 @@ class Run:
     older_than: timedelta
     now: datetime = field(default_factory=timezone.now)
     fetched: set[int] = field(default_factory=set)
+    #: The summary, progress and ``fetched`` are shared by concurrent fetchers.
+    lock: Any = field(default_factory=threading.RLock)
 
     @property
     def cutoff(self) -> datetime:
@@ -70,18 +75,25 @@ class Run:
 
     def fetch(self, txn: Transaction) -> Transaction:
         """Fetch a transaction once per run; returns it as stored afterwards."""
-        if txn.pk in self.fetched or not txn.uuid:
-            return txn
-        self.fetched.add(txn.pk)
+        with self.lock:
+            if txn.pk in self.fetched or not txn.uuid:
+                return txn
+            self.fetched.add(txn.pk)
         before = txn.status
         txn = services.sync_transaction(txn, source="reconcile")
-        self.summary.fetched += 1
-        if txn.status != before:
-            self.summary.changed += 1
+        with self.lock:
+            self.summary.fetched += 1
+            if txn.status != before:
+                self.summary.changed += 1
         return txn
 
-    def each(self, step: Step, total: int, items: Iterable[Any]) -> None:
-        for done, item in enumerate(items, 1):
+    def each(self, step: Step, total: int, items: Iterable[Any], *, workers: int = 1) -> None:
+        """``step.handle`` each item, ``workers`` at a time (threads, each with its own connection)."""
+        iterator = iter(items)
+        done = 0
+
+        def one(item: Any) -> None:
+            nonlocal done
             try:
                 finding = step.handle(self, item)
             except Exception as exc:  # one bad item must not stop the run
@@ -90,10 +102,69 @@ class Run:
                 finding = step.describe(item)
                 finding.outcome = f"error: {describe_error(exc)}"[:500]
                 finding.error = True
-            if finding.changed or finding.needs_review or finding.error:
-                self.summary.findings.append(finding)
-            if self.progress is not None:
-                self.progress(Progress(step.phase, done, total, finding))
+            with self.lock:
+                done += 1
+                if finding.changed or finding.needs_review or finding.error:
+                    self.summary.findings.append(finding)
+                if self.progress is not None:
+                    self.progress(Progress(step.phase, done, total, finding))
+
+        if workers <= 1 or total <= 1:
+            for item in iterator:
+                one(item)
+            return
+
+        def fetcher() -> None:
+            try:
+                while True:
+                    with self.lock:
+                        item = next(iterator, None)
+                    if item is None:
+                        return
+                    one(item)
+            finally:
+                connections.close_all()  # this thread's connections only
+
+        # Each thread runs in a copy of this context: the task id its ApiCall rows name, the community cache.
+        threads = [
+            threading.Thread(target=contextvars.copy_context().run, args=(fetcher,), daemon=True)
+            for _ in range(min(workers, total))
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+
+def concurrency(model: type[models.Model] = Transaction) -> int:
+    """How many fetches run at once: ``RECONCILE_CONCURRENCY``, or 1 where threads cannot help.
+
+    Inside ``transaction.atomic`` (a test case's transaction too) other threads would not see the
+    uncommitted rows, and SQLite allows one writer at a time: both stay sequential.
+    """
+    connection = connections[router.db_for_write(model)]
+    if connection.in_atomic_block or connection.vendor == "sqlite":
+        return 1
+    return max(1, int(paycollect_settings.RECONCILE_CONCURRENCY or 1))
+
+
+def open_at_the_service() -> Q:
+    """Open at the service: PENDING, or NEW with a uuid (accepted, not paid yet)."""
+    return Q(status=Transaction.PENDING) | Q(status=Transaction.NEW, uuid__isnull=False)
+
+
+def give_up_after() -> timedelta | None:
+    """``RECONCILE_GIVE_UP_AFTER`` as an age, or None (open transactions are fetched whatever their age)."""
+    seconds = paycollect_settings.RECONCILE_GIVE_UP_AFTER
+    return timedelta(seconds=seconds) if seconds else None
+
+
+def given_up(now: datetime | None = None) -> Q:
+    """Open transactions reconciliation no longer fetches (older than ``RECONCILE_GIVE_UP_AFTER``)."""
+    age = give_up_after()
+    if age is None:
+        return Q(pk__in=[])
+    return open_at_the_service() & Q(created_at__lt=(now or timezone.now()) - age)
 
 
 class Step:
@@ -159,14 +230,17 @@ class FetchOpenTransactions(Step):
 
     def select(self, run: Run) -> models.QuerySet[Transaction]:
         stale_cutoff = run.now - max(run.older_than, STALE_OPEN_INTERVAL)
-        return Transaction.objects.filter(
+        selected = Transaction.objects.filter(
             run.scope,
-            Q(status=Transaction.PENDING) | Q(status=Transaction.NEW, uuid__isnull=False),
+            open_at_the_service(),
             Q(last_synced_at__isnull=True)
             | Q(created_at__gte=run.now - timedelta(days=1), last_synced_at__lt=run.cutoff)
             | Q(last_synced_at__lt=stale_cutoff),
             created_at__lt=run.cutoff,
         )
+        # Past RECONCILE_GIVE_UP_AFTER not at all: the dashboard lists them for a person.
+        age = give_up_after()
+        return selected if age is None else selected.filter(created_at__gte=run.now - age)
 
     def label(self, item: Transaction) -> str:
         return _label(item)
@@ -366,12 +440,53 @@ def reconcile(
     community_id: str | None = None,
     older_than: timedelta = timedelta(minutes=30),
     progress: ProgressCallback | None = None,
+    *,
+    fan_out: Callable[[list[int]], Any] | None = None,
 ) -> Summary:
     """Settle what is uncertain, step by step (:data:`STEPS`), item by item; ``progress`` is called after
-    each item."""
+    each item.
+
+    Open transactions are fetched ``RECONCILE_CONCURRENCY`` at a time. With ``fan_out`` (the reconcile
+    task passes one that queues ``reconcile_chunk`` tasks), more than ``RECONCILE_CHUNK_SIZE`` of them
+    are handed out in chunks of that size, so several workers fetch them at once.
+    """
     summary = Summary(community_id=community_id, older_than=older_than)
     run = Run(summary, progress, community_id, older_than)
-    for step in STEPS:
-        run.each(step, *_chunked(step.select(run), *step.related))
+    with services.cached_communities():
+        for step in STEPS:
+            if isinstance(step, FetchOpenTransactions):
+                _fetch_open(run, step, fan_out)
+            else:
+                run.each(step, *_chunked(step.select(run), *step.related))
+    summary.finished_at = timezone.now()
+    return summary
+
+
+def _fetch_open(run: Run, step: FetchOpenTransactions, fan_out: Callable[[list[int]], Any] | None) -> None:
+    """Open transactions ``RECONCILE_CONCURRENCY`` at a time, or, past ``RECONCILE_CHUNK_SIZE`` with a
+    ``fan_out``, handed out in chunks of that size to other workers."""
+    selected = step.select(run)
+    if give_up_after() is not None:
+        run.summary.given_up = Transaction.objects.filter(run.scope, given_up(run.now)).count()
+    total, rows = _chunked(selected)
+    size = max(1, int(paycollect_settings.RECONCILE_CHUNK_SIZE or 1))
+    if fan_out is not None and total > size:
+        pks = list(selected.order_by("pk").values_list("pk", flat=True))
+        for start in range(0, len(pks), size):
+            fan_out(pks[start : start + size])
+            run.summary.chunks += 1
+        run.summary.chunked = len(pks)
+        return
+    run.each(step, total, rows, workers=concurrency())
+
+
+def reconcile_chunk(pks: list[int], progress: ProgressCallback | None = None) -> Summary:
+    """Fetch the open transactions among ``pks`` (a chunk a larger run handed out: ``reconcile``'s
+    ``fan_out``), ``RECONCILE_CONCURRENCY`` at a time."""
+    summary = Summary(community_id=None, older_than=timedelta(0))
+    run = Run(summary, progress, None, timedelta(0))
+    still_open = Transaction.objects.filter(open_at_the_service(), pk__in=pks)
+    with services.cached_communities():
+        run.each(FetchOpenTransactions(), *_chunked(still_open), workers=concurrency())
     summary.finished_at = timezone.now()
     return summary

@@ -10,6 +10,7 @@ from django.db.models import Count, F, Min, Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext
 
+from .. import reconciliation
 from ..conf import paycollect_settings
 from ..models import (
     DirectOrder,
@@ -120,7 +121,7 @@ class Attention:
 
 
 def needs_a_person(community_id: str, now: dt.datetime | None = None) -> list[Attention]:
-    """Everything of the community (callbacks: of the site) waiting for a person. Six queries."""
+    """Everything of the community (callbacks: of the site) waiting for a person. Seven queries."""
     now = now or timezone.now()
     flags = {
         "payments": Q(outcome_unknown=True),
@@ -150,6 +151,27 @@ def needs_a_person(community_id: str, now: dt.datetime | None = None) -> list[At
     callbacks_failed = ReceivedCallback.objects.filter(state=ReceivedCallback.FAILED).count()
     callbacks_stuck = ReceivedCallback.objects.filter(stuck_callbacks(now)).count()
     in_community = {"community_id__exact": community_id}
+    give_up = reconciliation.give_up_after()
+    open_too_long = []
+    if give_up is not None:
+        too_old = now - give_up
+        open_too_long = [
+            Attention(
+                "open_too_long",
+                gettext("Payments open for over %(days)d days (no longer fetched)")
+                % {"days": give_up // dt.timedelta(days=1)},
+                Transaction.objects.filter(
+                    reconciliation.open_at_the_service(), community_id=community_id, created_at__lt=too_old
+                ).count(),
+                "paycollect.transaction",
+                {
+                    **in_community,
+                    "status__in": f"{Transaction.NEW},{Transaction.PENDING}",
+                    "uuid__isnull": "False",
+                    "created_at__lt": too_old.isoformat(),
+                },
+            )
+        ]
     return [
         Attention(
             "payments_unknown",
@@ -224,4 +246,5 @@ def needs_a_person(community_id: str, now: dt.datetime | None = None) -> list[At
             {"waiting": "stuck"},  # the callback list's filter: the same definition
             site_wide=True,
         ),
+        *open_too_long,
     ]

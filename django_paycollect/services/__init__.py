@@ -142,6 +142,9 @@ from .config import (
     CommunityConfig as CommunityConfig,
 )
 from .config import (
+    cached_communities as cached_communities,
+)
+from .config import (
     community_config as community_config,
 )
 from .config import (

@@ -113,6 +113,7 @@ def _record(
     envelope: Envelope[Any] | None = None,
     error: PayCollectError | None = None,
     links: Mapping[str, Model | None] | None = None,
+    save: bool = True,
 ) -> ApiCall:
     call = envelope.call if envelope is not None else (error.call if error is not None else None)
     op = OPERATIONS[operation]
@@ -152,7 +153,8 @@ def _record(
         task_id=current_task_id.get(),
         **{name: obj for name, obj in (links or {}).items()},
     )
-    row.save()
+    if save:
+        row.save()
     return row
 
 
@@ -180,13 +182,18 @@ def _invoke(
     call: Callable[[], Envelope[T]],
     *,
     links: Mapping[str, Model | None] | None = None,
+    save_success: bool = True,
 ) -> Sent[T]:
-    """Call the client once; record the ApiCall whatever happens; return the envelope or the error."""
+    """Call the client once; record the ApiCall whatever happens; return the envelope or the error.
+
+    With ``save_success=False`` the ApiCall of a success is returned unsaved: the caller saves it in the
+    transaction that applies the answer (one commit), and on its own if that transaction fails.
+    """
     try:
         envelope = call()
     except PayCollectError as exc:
         return Sent(None, exc, _record(operation, config, error=exc, links=links))
-    return Sent(envelope, None, _record(operation, config, envelope=envelope, links=links))
+    return Sent(envelope, None, _record(operation, config, envelope=envelope, links=links, save=save_success))
 
 
 #: Client errors that say "not now": the request never left, or a read got no usable answer.
@@ -225,9 +232,11 @@ def _read(
     call: Callable[[], Envelope[T]],
     *,
     links: Mapping[str, Model | None] | None = None,
+    save_success: bool = True,
 ) -> tuple[Envelope[T], ApiCall]:
-    """A read: call once (the client retries reads itself), record it, raise the contract's error."""
-    sent = _invoke(operation, config, call, links=links)
+    """A read: call once (the client retries reads itself), record it, raise the contract's error.
+    ``save_success``: see :func:`_invoke`."""
+    sent = _invoke(operation, config, call, links=links, save_success=save_success)
     if sent.error is not None:
         raise contract_error(sent.error) from sent.error
     assert sent.envelope is not None

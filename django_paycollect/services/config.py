@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.utils.translation import gettext
@@ -36,11 +39,40 @@ class CommunityConfig:
         return f"CommunityConfig({self.community_id!r})"
 
 
+_community_cache: contextvars.ContextVar[dict[str, CommunityConfig] | None] = contextvars.ContextVar(
+    "paycollect_community_cache", default=None
+)
+
+
+@contextmanager
+def cached_communities() -> Iterator[None]:
+    """Within the block, :func:`community_config` reads each community's row once (a reconciliation run
+    fetches thousands of one community's transactions). Outside it, every call reads the row, so a key
+    changed in the admin is used at once."""
+    if _community_cache.get() is not None:
+        yield
+        return
+    token = _community_cache.set({})
+    try:
+        yield
+    finally:
+        _community_cache.reset(token)
+
+
 def community_config(community_id: str | None = None) -> CommunityConfig:
     default_id = paycollect_settings.COMMUNITY_ID
     wanted = community_id or default_id
     if not wanted:
         raise PayCollectConfigurationError("settings.PAYCOLLECT['COMMUNITY_ID'] is required")
+    cache = _community_cache.get()
+    if cache is None:
+        return _community_config(wanted, default_id)
+    if wanted not in cache:
+        cache[wanted] = _community_config(wanted, default_id)
+    return cache[wanted]
+
+
+def _community_config(wanted: str, default_id: str | None) -> CommunityConfig:
     row = Community.objects.filter(community_id=wanted).first()
     if row is not None and row.api_key_encrypted:
         try:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from decimal import Decimal
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from .. import signals
+from ..client import Envelope
 from ..client import Transaction as FetchedTransaction
 from ..conf import paycollect_settings
 from ..exceptions import (
@@ -16,12 +18,13 @@ from ..exceptions import (
 )
 from ..ids import canonical_uuid
 from ..models import (
+    ApiCall,
     RecurringSeries,
     Transaction,
     json_safe,
 )
 from .calls import _read
-from .common import _after_commit
+from .common import _after_commit, logger, savepoint_if_atomic
 from .config import community_config, get_client
 from .status import apply_status
 
@@ -82,15 +85,52 @@ def _sync(
         config,
         lambda: client.get_transaction(community_id=config.community_id, transaction_uuid=wanted_uuid),
         links={"transaction": txn},
+        save_success=False,
     )
-    fetched = envelope.result
+    try:
+        return _apply_fetched(txn, wanted_uuid, config.community_id, envelope, api_call, sent_at, source)
+    except BaseException:
+        # Rolled back with what it would have changed: the read is still recorded, on its own.
+        _record_after_rollback(api_call, txn)
+        raise
 
+
+#: Columns a sync never writes: left out of its locked read.
+_SYNC_DEFERRED = ("custom_fields", "kiosk_message", "last_error")
+#: Columns a sync may change, written only when they did (with what it always writes).
+_SYNC_MAY_CHANGE = (
+    "service_id",
+    "series_id",
+    "parent_uuid",
+    "transaction_order",
+    "amount_mismatch",
+    "service_status",
+    "status",
+    "status_unrecognised",
+    "succeeded_at",
+    "outcome_unknown",
+)
+
+
+def _apply_fetched(
+    txn: Transaction | None,
+    wanted_uuid: str,
+    community_id: str,
+    envelope: Envelope[FetchedTransaction],
+    api_call: ApiCall,
+    sent_at: dt.datetime,
+    source: str,
+) -> Transaction:
+    fetched = envelope.result
     with transaction.atomic():
+        created = False
         if txn is None:
-            txn = _create_from_fetched(config.community_id, wanted_uuid, fetched)
+            txn, created = _create_from_fetched(community_id, wanted_uuid, fetched)
             api_call.transaction = txn
-            api_call.save(update_fields=["transaction"])
-        txn = Transaction.objects.select_for_update().get(pk=txn.pk)
+        api_call.save()  # the record of the read commits with what the read changed
+        if not created:  # a row this block created is locked already, and fully read
+            txn = Transaction.objects.select_for_update().defer(*_SYNC_DEFERRED).get(pk=txn.pk)
+        before = {name: getattr(txn, name) for name in _SYNC_MAY_CHANGE}
         txn.raw = json_safe(envelope.data)
         txn.last_synced_at = timezone.now()
         # What the service said is at least as new as this: it answers every callback queued before.
@@ -107,8 +147,20 @@ def _sync(
             if fetched.status:
                 apply_status(txn, fetched.status, source=source)
             txn.outcome_unknown = False
-        txn.save()
+        changed = [name for name in _SYNC_MAY_CHANGE if getattr(txn, name) != before[name]]
+        txn.save(update_fields=["raw", "last_synced_at", "fetch_sent_at", "updated_at", *changed])
     return txn
+
+
+def _record_after_rollback(api_call: ApiCall, txn: Transaction | None) -> None:
+    api_call.pk = None
+    api_call._state.adding = True
+    api_call.transaction = txn if txn is not None and txn.pk is not None else None
+    try:
+        with savepoint_if_atomic(ApiCall):
+            api_call.save()
+    except Exception:  # the caller's own error matters more than this record
+        logger.exception("the record of a fetch could not be saved after its transaction failed")
 
 
 def _differences(txn: Transaction, fetched: FetchedTransaction) -> dict[str, tuple[Any, Any]]:
@@ -126,23 +178,32 @@ def _differences(txn: Transaction, fetched: FetchedTransaction) -> dict[str, tup
     return differences
 
 
-def _create_from_fetched(community_id: str, uuid: str, fetched: FetchedTransaction) -> Transaction:
+def _create_from_fetched(
+    community_id: str, uuid: str, fetched: FetchedTransaction
+) -> tuple[Transaction, bool]:
+    """The transaction of a uuid we did not store, created from the fetched object (INSERT first: the
+    caller has just looked the uuid up; only a concurrent creation makes it read the row)."""
     amount = fetched.total_amount if fetched.total_amount is not None else Decimal("0.00")
-    txn, _ = Transaction.objects.get_or_create(
-        uuid=uuid,
-        defaults={
-            "community_id": community_id,
-            "service_id": fetched.id,
-            "total_amount": amount,
-            "currency": fetched.total_amount_currency or paycollect_settings.DEFAULT_CURRENCY,
-            "total_amount_piasters": fetched.total_amount_piasters,
-            "payment_for": fetched.payment_for or "",
-            "member_id": fetched.member_id or "",
-            "custom_fields": json_safe(fetched.custom_fields_json) or [],
-            "status": Transaction.NEW,
-        },
-    )
-    return txn
+    try:
+        with transaction.atomic():  # a savepoint: the caller's block stays usable after a conflict
+            created = Transaction.objects.create(
+                uuid=uuid,
+                community_id=community_id,
+                service_id=fetched.id,
+                total_amount=amount,
+                currency=fetched.total_amount_currency or paycollect_settings.DEFAULT_CURRENCY,
+                total_amount_piasters=fetched.total_amount_piasters,
+                payment_for=fetched.payment_for or "",
+                member_id=fetched.member_id or "",
+                custom_fields=json_safe(fetched.custom_fields_json) or [],
+                status=Transaction.NEW,
+            )
+    except IntegrityError:
+        existing = Transaction.objects.filter(uuid=uuid).first()
+        if existing is None:
+            raise
+        return existing, False
+    return created, True
 
 
 def _link_series(txn: Transaction, fetched: FetchedTransaction) -> None:

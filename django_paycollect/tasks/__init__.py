@@ -71,6 +71,9 @@ from .housekeeping import (
 from .housekeeping import (
     reconcile as reconcile,
 )
+from .housekeeping import (
+    reconcile_chunk as reconcile_chunk,
+)
 from .operations import (
     cancel_recurring as cancel_recurring,
 )

@@ -18,10 +18,23 @@ def reconcile(self: Any, community_id: str | None = None, older_than: str = "30m
     """Settle what is uncertain (see ``reconciliation.reconcile``); returns the summary."""
     with _task_id(self):
         summary = reconciliation.reconcile(
-            community_id=community_id, older_than=reconciliation.parse_age(older_than)
+            community_id=community_id,
+            older_than=reconciliation.parse_age(older_than),
+            # Large backlogs go to every worker in chunks rather than through this one task.
+            fan_out=lambda pks: reconcile_chunk.delay(pks),
         )
     for line in summary.lines():
         logger.info("%s", line)
+    return summary.as_dict()
+
+
+@shared_task(name="paycollect.reconcile_chunk", **_REDELIVERABLE)
+def reconcile_chunk(self: Any, pks: list[int]) -> dict[str, Any]:
+    """Fetch the open transactions among ``pks``: a chunk of a large reconcile run."""
+    with _task_id(self):
+        summary = reconciliation.reconcile_chunk(pks)
+    for finding in summary.findings:
+        logger.info("reconciliation: %s", finding)
     return summary.as_dict()
 
 

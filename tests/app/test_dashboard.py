@@ -273,9 +273,21 @@ def test_what_needs_a_person(ledger):
         "unrecognised_statuses": 1,  # T17
         "callbacks_failed": 2,  # whenever they arrived
         "callbacks_stuck": 3,
+        "open_too_long": 0,  # RECONCILE_GIVE_UP_AFTER: 7 days
     }
     assert items["callbacks_failed"].site_wide
     assert not items["payments_unknown"].site_wide
+
+
+def test_payments_open_past_the_give_up_age_need_a_person(db, admin_client):
+    old = txn("10.00", Transaction.PENDING, created=NOW - dt.timedelta(days=8))
+    txn("10.00", Transaction.PENDING, created=NOW - dt.timedelta(days=6))
+    txn("10.00", Transaction.PENDING, created=NOW - dt.timedelta(days=8), community_id="club-b")
+    [item] = [item for item in reporting.needs_a_person("club-a", NOW) if item.key == "open_too_long"]
+    assert item.count == 1
+    assert "7 days" in item.label
+    listed = admin_client.get("/admin/paycollect/transaction/", item.query).context["cl"].result_list
+    assert [row.pk for row in listed] == [old.pk]
 
 
 def test_the_service_statistics_beside_the_ledger(ledger):
@@ -519,11 +531,12 @@ def test_the_charts_are_accessible_svg_without_script(ledger, frozen, admin_clie
 
 
 def test_the_attention_links_list_exactly_what_is_counted(ledger, frozen, admin_client):
+    txn("10.00", Transaction.PENDING, created=NOW - dt.timedelta(days=8))  # no longer fetched
     _, html = page_of(admin_client)
     rows = re.findall(
         r'<tr data-key="([a-z_]+)".*?<td class="number[^"]*">(\d+)</td>\s*<td>(.*?)</td>', html, re.DOTALL
     )
-    assert len(rows) == 10
+    assert len(rows) == 11
     for key, count, cell in rows:
         link = re.search(r'href="([^"]+)"', cell)
         assert link, key

@@ -265,6 +265,10 @@ def test_the_database_checks_report_stuck_and_failed_callbacks(admin_client):
         ("CALLBACK_FETCH_INTERVAL", -1),
         ("CALLBACK_FETCH_INTERVAL", None),
         ("CALLBACK_FETCH_INTERVAL", True),
+        ("RECONCILE_GIVE_UP_AFTER", 0),
+        ("RECONCILE_GIVE_UP_AFTER", "7d"),
+        ("RECONCILE_CONCURRENCY", 0),
+        ("RECONCILE_CHUNK_SIZE", 2.5),
     ],
 )
 def test_the_sweep_age_and_the_fetch_interval_must_be_numbers_of_seconds(settings, key, value):

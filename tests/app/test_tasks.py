@@ -59,7 +59,7 @@ WRITES = [
     tasks.cancel_recurring,
     tasks.create_community,
 ]
-IDEMPOTENT = [*READS, tasks.process_callback, tasks.reconcile, tasks.prune]
+IDEMPOTENT = [*READS, tasks.process_callback, tasks.reconcile, tasks.reconcile_chunk, tasks.prune]
 
 
 @pytest.mark.parametrize("task", IDEMPOTENT, ids=lambda t: t.name)
