@@ -1,8 +1,8 @@
 """The admin's payments dashboard on PostgreSQL with 10,000 and with 1,000,000 transactions.
 
-Needs a PostgreSQL server: ``PAYCOLLECT_BENCH_POSTGRES`` (or ``PAYCOLLECT_TEST_POSTGRES``) holding
-``host:port:dbname:user`` (``eval "$(bash .ci/postgres.sh)"`` starts one). The script works in a database
-of its own, ``<dbname>_bench_dashboard``, dropped and created again. Without a server it says so, exits 0.
+On PostgreSQL: ``PAYCOLLECT_BENCH_POSTGRES`` (or ``PAYCOLLECT_TEST_POSTGRES``) holding
+``host:port:dbname:user``, else the server ``.ci/postgres.sh`` starts (or finds running). The script works in
+a database of its own, ``<dbname>_bench_dashboard``, dropped and created again.
 
 The ledger: three communities, a year of transactions (a tenth in USD; 60 % successful, a tenth of those
 renewal charges; 3 % of the successful partly refunded; a few of unknown outcome, mismatched,
@@ -21,7 +21,6 @@ indexes (target: the dashboard's SQL within 2x of it). Run by ``make bench``, ne
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -30,38 +29,28 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._support import Measure, exit_status, print_measures, timed_get, write_section
+from benchmarks._support import (
+    Measure,
+    exit_status,
+    fresh_postgres_database,
+    postgres_server,
+    print_measures,
+    setup_django_on_postgres,
+    timed_get,
+    write_section,
+)
 
 COMMUNITIES = ("club-cairo", "club-alex", "club-giza")
 DAYS = 90
 
 
-def server() -> str:
-    return os.environ.get("PAYCOLLECT_BENCH_POSTGRES") or os.environ.get("PAYCOLLECT_TEST_POSTGRES") or ""
-
-
 def fresh_database(spec: str) -> str:
     """Drop and create ``<dbname>_bench_dashboard``; return the spec pointing at it."""
-    import psycopg
-
-    host, port, name, user = spec.split(":")
-    bench = f"{name}_bench_dashboard"
-    with psycopg.connect(host=host, port=port, user=user, dbname="postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{bench}"')
-        conn.execute(f'CREATE DATABASE "{bench}"')
-    return f"{host}:{port}:{bench}:{user}"
+    return fresh_postgres_database(spec, "bench_dashboard")
 
 
 def setup(spec: str) -> None:
-    os.environ["DJANGO_SETTINGS_MODULE"] = "benchmarks._support.settings"
-    os.environ["PAYCOLLECT_TEST_POSTGRES"] = spec  # read by the test settings the benchmarks' build on
-    os.environ["PAYCOLLECT_BENCH_ON_POSTGRES"] = "1"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0, interactive=False)
+    setup_django_on_postgres(spec)
 
 
 def _columns(model: Any) -> list[str]:
@@ -250,11 +239,7 @@ def main() -> int:
     parser.add_argument("--explain", action="store_true", help="print EXPLAIN ANALYZE of each statement")
     args = parser.parse_args()
 
-    spec = server()
-    if not spec:
-        print('skipped: set PAYCOLLECT_BENCH_POSTGRES=host:port:dbname:user (eval "$(bash .ci/postgres.sh)")')
-        return 0
-    setup(fresh_database(spec))
+    setup(fresh_database(postgres_server()))
     from django.contrib.auth import get_user_model
     from django.test import Client
 

@@ -78,6 +78,52 @@ def setup_django(workdir: Path, *, db_name: str = "bench.sqlite3", migrate: bool
     return db_path
 
 
+def postgres_server() -> str:
+    """``host:port:dbname:user`` of a PostgreSQL server for the benchmarks that need one:
+    ``PAYCOLLECT_BENCH_POSTGRES`` or ``PAYCOLLECT_TEST_POSTGRES`` when set, else one started (or found
+    running) by ``.ci/postgres.sh``, as CI starts it (its port: ``PAYCOLLECT_PG_PORT``, default 55432)."""
+    import subprocess
+
+    configured = os.environ.get("PAYCOLLECT_BENCH_POSTGRES") or os.environ.get("PAYCOLLECT_TEST_POSTGRES")
+    if configured:
+        return configured
+    script = str(REPO / ".ci" / "postgres.sh")
+    printed = subprocess.run(  # noqa: S603 (our own script)
+        ["/bin/bash", script], check=True, capture_output=True, text=True
+    ).stdout
+    match = re.search(r"PAYCOLLECT_TEST_POSTGRES=(\S+)", printed)
+    if match is None:
+        raise SystemExit(f".ci/postgres.sh printed no server: {printed!r}")
+    return match[1]
+
+
+def fresh_postgres_database(spec: str, suffix: str) -> str:
+    """Drop and create ``<dbname>_<suffix>`` on the server of ``spec``; return the spec pointing at it."""
+    import psycopg
+
+    host, port, name, user = spec.split(":")
+    bench = f"{name}_{suffix}"
+    with psycopg.connect(host=host, port=port, user=user, dbname="postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{bench}"')
+        conn.execute(f'CREATE DATABASE "{bench}"')
+    return f"{host}:{port}:{bench}:{user}"
+
+
+def setup_django_on_postgres(spec: str) -> None:
+    """Django (``benchmarks._support.settings``) on the PostgreSQL database of ``spec``, migrated."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    os.environ["DJANGO_SETTINGS_MODULE"] = "benchmarks._support.settings"
+    os.environ["PAYCOLLECT_TEST_POSTGRES"] = spec  # read by the test settings the benchmarks' build on
+    os.environ["PAYCOLLECT_BENCH_ON_POSTGRES"] = "1"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+
+
 def timed_get(client: Any, url: str) -> tuple[Any, list[tuple[str, float]]]:
     """GET ``url`` with Django's test client: the response, and each statement it sent with its milliseconds.
 
