@@ -255,6 +255,48 @@ def test_sync_of_an_unknown_uuid_creates_it_from_the_fetched_object(paycollect_l
     assert ApiCall.objects.get(operation="get_transaction").transaction == txn
 
 
+def _verification_queries(sb) -> int:
+    """Queries (transaction control left out) of verifying a callback of a payment made at the service
+    that we never stored: the fetch creates it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from django_paycollect.models import ReceivedCallback
+
+    started = sb.client.pay(
+        community_id=sb.community_id,
+        amount=Decimal("30.00"),
+        original_amount=Decimal("30.00"),
+        variable_amount_id=sb.variable_amount_id,
+        billing_data=BILLING,
+    )
+    uuid = started.result.transaction_uuid
+    sb.control.complete(uuid)
+    callback = ReceivedCallback.objects.create(
+        state=ReceivedCallback.QUEUED, transaction_uuid=uuid, claimed_status="SUCCESSFUL", body="{}"
+    )
+    with CaptureQueriesContext(connection) as captured:
+        verified = services.verify_callback(callback.pk)
+    assert verified.state == ReceivedCallback.PROCESSED
+    assert verified.transaction.status == Transaction.SUCCESSFUL
+    control = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
+    return sum(1 for q in captured.captured_queries if not q["sql"].upper().startswith(control))
+
+
+def test_verifying_a_callback_of_an_unknown_transaction_takes_ten_queries_whatever_the_history(
+    paycollect_live,
+):
+    _verification_queries(paycollect_live)  # warms what is read once per process
+    first = _verification_queries(paycollect_live)
+    for n in range(50):
+        old = Transaction.objects.create(
+            uuid=f"00000000-0000-4000-8000-{n:012d}", community_id="c", total_amount=1
+        )
+        ApiCall.objects.create(operation="get_transaction", method="GET", path="/x", transaction=old)
+    assert first <= 10
+    assert _verification_queries(paycollect_live) == first
+
+
 # --- capture, refund, cancel recurring --------------------------------------------------------
 
 
