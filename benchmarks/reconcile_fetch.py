@@ -2,19 +2,25 @@
 
 Starts ``python -m django_paycollect.sandbox`` (temporary SQLite file, no callback URL so no deliveries run
 in the background), starts ``--transactions`` payments there (default 2,000; one in four completed), and
-stores them here as PENDING transactions last heard of two hours ago (SQLite file, persistent connection).
-Then, in alternating rounds (medians compared):
+stores them here as PENDING transactions last heard of two hours ago, on PostgreSQL (``.ci/postgres.sh``'s
+server unless ``PAYCOLLECT_BENCH_POSTGRES`` names one; a database of its own). Then, in alternating rounds
+(medians compared):
 
-- ``reconciliation.reconcile()``: finds the open transactions and syncs each through the service layer
-  (client, envelope checks, an ApiCall row, row lock, status machine, status changes, signals);
-- a raw loop: one ``requests.Session``, ``GET /api/v1/communities/<id>/transactions/<uuid>/`` for the same
-  transactions, ``response.json()``, nothing stored.
+- ``reconciliation.reconcile()`` with ``RECONCILE_CONCURRENCY`` = ``--concurrency`` (default 8): finds the
+  open transactions and syncs each through the service layer (client, envelope checks, an ApiCall row, row
+  lock, status machine, status changes, signals), that many at once;
+- a raw loop at the same concurrency: that many threads, each with its own ``requests.Session``,
+  ``GET /api/v1/communities/<id>/transactions/<uuid>/`` for the same transactions, ``response.json()``,
+  nothing stored.
 
 Between rounds the transactions are put back to PENDING and never synced. Target: reconcile at least 0.8
-of the raw loop's speed. CPU time per transaction (this process, and the sandbox's from /proc) is printed
-too. Last, once each, the same comparison over ``--latency-transactions`` (default 250) with the sandbox
-answering every fetch ``--latency-ms`` (default 20) late through its latency fault: closer to a service
-across a network, where the per-transaction work here weighs less (reported, no target).
+of the raw loop's speed at equal concurrency. CPU time per transaction (this process, and the sandbox's from
+/proc) is printed too. Then, once each, over ``--latency-transactions`` (default 250) with the sandbox
+answering every fetch ``--latency-ms`` (default 20) late through its latency fault: reconcile against the
+sequential raw loop (target ≥ 5x) and against the raw loop at its concurrency (reported). Last, a fanned-out
+run: the open transactions in chunks of ``RECONCILE_CHUNK_SIZE``, each chunk through
+``reconciliation.reconcile_chunk`` (what a ``paycollect.reconcile_chunk`` task runs) in one worker process,
+then shared by two (target ≥ 1.6x).
 ``--strict`` makes a missed target exit with status 1.
 Run by ``make bench``, never by the tests.
 """
@@ -26,6 +32,7 @@ import datetime as dt
 import os
 import statistics
 import sys
+import threading
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -36,8 +43,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._support import (
     Measure,
     exit_status,
+    fresh_postgres_database,
+    postgres_server,
     print_measures,
-    setup_django,
+    setup_django_on_postgres,
     temp_workdir,
     write_section,
 )
@@ -66,6 +75,7 @@ def main() -> int:
     parser.add_argument(
         "--latency-transactions", type=int, default=250, help="transactions in it (default 250)"
     )
+    parser.add_argument("--concurrency", type=int, default=8, help="RECONCILE_CONCURRENCY (default 8)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when the target is missed")
     args = parser.parse_args()
 
@@ -79,6 +89,7 @@ def main() -> int:
                 args.rounds,
                 args.latency_transactions,
                 args.latency_ms,
+                args.concurrency,
             )
         finally:
             sandbox.stop()
@@ -92,9 +103,9 @@ def main() -> int:
     srv_rec = statistics.median(results["reconcile_server"]) / n * 1e6
     measures = [
         Measure(
-            f"reconcile {n:,} open transactions",
+            f"reconcile {n:,} open transactions, {args.concurrency} at once",
             f"{rec:.2f} s ({n / rec:.0f}/s)",
-            f"raw requests loop {raw:.2f} s ({n / raw:.0f}/s)",
+            f"raw requests loop, {args.concurrency} threads, {raw:.2f} s ({n / raw:.0f}/s)",
             ratio,
             f"≥ {TARGET_RATIO:g}",
             ratio >= TARGET_RATIO,
@@ -110,10 +121,26 @@ def main() -> int:
         Measure(
             f"reconcile {args.latency_transactions} with {args.latency_ms} ms of service latency",
             f"{results['latency_reconcile'][0]:.2f} s",
-            f"raw loop {results['latency_raw'][0]:.2f} s",
+            f"sequential raw loop {results['latency_sequential'][0]:.2f} s",
+            results["latency_sequential"][0] / results["latency_reconcile"][0],
+            "≥ 5",
+            results["latency_sequential"][0] / results["latency_reconcile"][0] >= 5,
+        ),
+        Measure(
+            f"reconcile {args.latency_transactions} with {args.latency_ms} ms of latency, equal concurrency",
+            f"{results['latency_reconcile'][0]:.2f} s",
+            f"raw loop, {args.concurrency} threads, {results['latency_raw'][0]:.2f} s",
             results["latency_raw"][0] / results["latency_reconcile"][0],
             "(reported)",
             None,
+        ),
+        Measure(
+            f"fanned-out run of {n:,} in chunks, two worker processes",
+            f"{results['two_workers'][0]:.2f} s",
+            f"one worker process {results['one_worker'][0]:.2f} s",
+            results["one_worker"][0] / results["two_workers"][0],
+            "≥ 1.6",
+            results["one_worker"][0] / results["two_workers"][0] >= 1.6,
         ),
     ]
     print(f"{args.rounds} alternating rounds, medians:")
@@ -127,14 +154,18 @@ def main() -> int:
         "reconcile_fetch",
         "Reconciliation against the sandbox",
         summary=(
-            f"`reconciliation.reconcile()` over {n:,} PENDING transactions (one in four completed at the "
-            "service) beside a raw `requests.Session` loop fetching the same transactions and parsing their "
-            f"JSON; standalone sandbox on loopback, SQLite files; {args.rounds} alternating rounds, medians. "
+            f"`reconciliation.reconcile()` (`RECONCILE_CONCURRENCY` {args.concurrency}) over {n:,} PENDING "
+            "transactions (one in four completed at the service) beside a raw `requests.Session` loop in as "
+            "many threads fetching the same transactions and parsing their JSON; standalone sandbox on "
+            f"loopback (SQLite), our rows on PostgreSQL; {args.rounds} alternating rounds, medians. "
             "The ratio is the raw loop's time over reconcile's (higher is better for reconcile). CPU is "
             "user + system time of this process and of the sandbox process per transaction. Last, once "
             f"each: the same comparison over {args.latency_transactions} transactions with the sandbox "
             f"answering every fetch {args.latency_ms} ms late (its latency fault), closer to a real "
-            "service across a network."
+            "service across a network, beside the sequential raw loop and the raw loop in threads. Then "
+            "the fanned-out run: every open transaction in chunks of 250 through "
+            "`reconciliation.reconcile_chunk` (the `paycollect.reconcile_chunk` task's work) in one process, "
+            "then in two processes sharing the chunks, with the same latency."
         ),
         measures=measures,
         details=details,
@@ -143,9 +174,15 @@ def main() -> int:
 
 
 def run(
-    workdir: Path, info: dict[str, Any], count: int, rounds: int, latency_count: int, latency_ms: int
+    workdir: Path,
+    info: dict[str, Any],
+    count: int,
+    rounds: int,
+    latency_count: int,
+    latency_ms: int,
+    concurrency: int,
 ) -> dict[str, list[float]]:
-    setup_django(workdir)
+    setup_django_on_postgres(fresh_postgres_database(postgres_server(), "bench_reconcile"))
     import requests
     from django.conf import settings
     from django.utils import timezone
@@ -161,6 +198,7 @@ def run(
         "COMMUNITY_ID": community,
         "API_KEY": info["api_key"],
         "VARIABLE_AMOUNT_ID": amount_id,
+        "RECONCILE_CONCURRENCY": concurrency,
     }
     control = SandboxControl(info["base_url"])
     control.configure_api_payment(amount_id, callback_url="")  # no callback deliveries in the background
@@ -200,11 +238,24 @@ def run(
     headers = {"x-api-key": str(info["api_key"]), "Accept": "application/json"}
     base = f"{info['base_url'].rstrip('/')}/api/v1/communities/{community}/transactions/"
 
-    def raw_loop(chosen: list[str] = uuids) -> None:
+    def sequential_loop(chosen: list[str] = uuids, own: Any = session) -> None:
         for uuid in chosen:
-            response = session.get(f"{base}{uuid}/", headers=headers, timeout=30)
+            response = own.get(f"{base}{uuid}/", headers=headers, timeout=30)
             if response.status_code != 200 or response.json()["data"]["uuid"] != uuid:
                 raise SystemExit(f"raw fetch of {uuid}: {response.status_code} {response.text[:200]}")
+
+    sessions = [requests.Session() for _ in range(concurrency)]
+
+    def raw_loop(chosen: list[str] = uuids) -> None:
+        """The same fetches, ``concurrency`` threads each with its session, the work shared out."""
+        threads = [
+            threading.Thread(target=sequential_loop, args=(chosen[i::concurrency], sessions[i]))
+            for i in range(concurrency)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
 
     changed: list[float] = []
 
@@ -246,14 +297,53 @@ def run(
     chosen = uuids[:latency_count]
     control.fault("fetch_transaction", "latency", latency_ms=latency_ms, times=None)
     Transaction.objects.exclude(uuid__in=chosen).update(last_synced_at=timezone.now())
-    for name, work in (("raw", lambda: raw_loop(chosen)), ("reconcile", lambda: reconcile(len(chosen)))):
+    for name, work in (
+        ("sequential", lambda: sequential_loop(chosen)),
+        ("raw", lambda: raw_loop(chosen)),
+        ("reconcile", lambda: reconcile(len(chosen))),
+    ):
         wall = time.perf_counter()
         work()
         results[f"latency_{name}"] = [time.perf_counter() - wall]
+    # Fanned out: chunks of reconcile_chunk, in one worker process and then in two.
+    pks = list(Transaction.objects.order_by("pk").values_list("pk", flat=True))
+    chunks = [pks[start : start + 250] for start in range(0, len(pks), 250)]
+    for name, workers in (("one_worker", 1), ("two_workers", 2)):
+        Transaction.objects.update(status=Transaction.PENDING, last_synced_at=None)
+        results[name] = [worker_processes(chunks, workers)]
     control.clear_faults()
     session.close()
+    for own in sessions:
+        own.close()
     results["changed"] = changed
     return results
+
+
+def worker_processes(chunks: list[list[int]], workers: int) -> float:
+    """Seconds for ``workers`` forked processes to run ``reconcile_chunk`` over ``chunks``, shared out."""
+    import multiprocessing
+
+    from django.db import connections
+
+    connections.close_all()  # a forked child must not share this process's connection
+
+    def work(mine: list[list[int]]) -> None:
+        from django_paycollect import reconciliation
+
+        for chunk in mine:
+            reconciliation.reconcile_chunk(chunk)
+        connections.close_all()
+
+    context = multiprocessing.get_context("fork")
+    started = time.perf_counter()
+    processes = [context.Process(target=work, args=(chunks[i::workers],)) for i in range(workers)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join()
+        if process.exitcode != 0:
+            raise SystemExit(f"a worker process failed ({process.exitcode})")
+    return time.perf_counter() - started
 
 
 if __name__ == "__main__":
