@@ -417,7 +417,7 @@ def test_a_fetch_whose_answer_cannot_be_applied_is_still_recorded(paycollect_liv
     def broken(*args, **kwargs):
         raise RuntimeError("applying failed")
 
-    monkeypatch.setattr(services, "apply_status", broken)
+    monkeypatch.setattr("django_paycollect.services.sync.apply_status", broken)
     with pytest.raises(RuntimeError):
         services.sync_transaction(txn)
 
