@@ -548,7 +548,7 @@ class DirectOrderCreateView(ContractView):
                 202: OpenApiResponse(
                     serializers.DirectOrderViewSerializer,
                     description=_(
-                        "Sent, no answer: state UNKNOWN; look for it in the service's dashboard before "
+                        "Sent, no answer: state unknown; look for it in the service's dashboard before "
                         "creating it again."
                     ),
                 ),
