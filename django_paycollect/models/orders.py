@@ -1,0 +1,149 @@
+"""What is made on the service beside payments: direct orders (a payable order and its link) and recurring
+series (the payments that repeat from a parent transaction)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
+from . import MONEY, CanonicalUuidField, Transaction, canonical_unique
+
+
+class DirectOrder(models.Model):
+    """A payable order created on the service; the customer pays through ``payment_link``."""
+
+    class State(models.TextChoices):
+        NEW = "new", _("new")
+        CREATED = "created", _("created on the service")
+        REJECTED = "rejected", _("rejected by the service")
+        UNKNOWN = "unknown", _("creation outcome unknown")
+
+    NEW, CREATED, REJECTED, UNKNOWN = State.NEW, State.CREATED, State.REJECTED, State.UNKNOWN
+    STATE_CHOICES = State.choices
+    #: The spec's Direct order fields kept in columns of the same name: what ``services.create_direct_order``
+    #: takes, stores and sends (beside ``custom_fields``, ``recurring`` and ``community_id``).
+    SPEC_FIELDS = (
+        "name",
+        "amount",
+        "currency",
+        "discount_amount",
+        "vat_percentage",
+        "payment_methods",
+        "customer_name",
+        "customer_email",
+        "customer_mobile",
+        "customer_title",
+        "address",
+        "order_description",
+        "tags",
+        "send_by_email",
+        "cc_email",
+        "send_by_sms",
+        "redirect_url",
+        "callback_url",
+        "paid",
+    )
+    #: Of those, the optional ones: sent only when set (blank, False or empty ones are left out).
+    SENT_WHEN_SET = SPEC_FIELDS[SPEC_FIELDS.index("customer_title") :]
+
+    community_id = models.CharField(max_length=100, db_index=True)
+    state = models.CharField(max_length=10, choices=STATE_CHOICES, default=NEW, db_index=True)
+    name = models.CharField(_("order name"), max_length=200)
+    amount = models.DecimalField(**MONEY)
+    currency = models.CharField(max_length=3, default="EGP")
+    discount_amount = models.DecimalField(null=True, blank=True, **MONEY)
+    discount_currency = models.CharField(max_length=3, blank=True)
+    vat_percentage = models.DecimalField(max_digits=5, decimal_places=2, null=True, blank=True)
+    payment_methods = models.JSONField(default=list)
+    customer_name = models.CharField(max_length=200)
+    customer_email = models.EmailField(db_index=True)
+    customer_mobile = models.CharField(max_length=32)
+    customer_title = models.CharField(max_length=100, blank=True)
+    address = models.CharField(max_length=300, blank=True)
+    order_description = models.TextField(blank=True)
+    custom_fields = models.JSONField(_("custom field definitions"), default=list, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    allow_recurring_payments = models.BooleanField(default=False)
+    expiry_date = models.DateField(null=True, blank=True)
+    minimum_days_between_payments = models.PositiveIntegerField(null=True, blank=True)
+    send_by_email = models.BooleanField(default=False)
+    cc_email = models.EmailField(blank=True)
+    send_by_sms = models.BooleanField(default=False)
+    redirect_url = models.URLField(max_length=2000, blank=True)
+    callback_url = models.URLField(max_length=2000, blank=True)
+    paid = models.BooleanField(_("first payment marked paid"), default=False)
+    payment_id = models.CharField(_("service's order id"), max_length=100, blank=True, db_index=True)
+    payment_link = models.URLField(max_length=2000, blank=True)
+    service_message = models.TextField(blank=True)
+    merchant_reference = models.CharField(max_length=200, blank=True, db_index=True)
+    raw = models.JSONField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = _("direct order")
+        verbose_name_plural = _("direct orders")
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.payment_id or self.get_state_display()})"
+
+
+class RecurringSeries(models.Model):
+    """A recurring series: its parent transaction and its charges (transactions with ``series`` set)."""
+
+    class CancelState(models.TextChoices):
+        NONE = "", _("not cancelled")
+        PENDING = "pending", _("cancellation pending")
+        DONE = "cancelled", _("cancelled")
+        FAILED = "failed", _("cancellation failed")
+        UNKNOWN = "unknown", _("cancellation outcome unknown")
+
+    CANCEL_NONE, CANCEL_PENDING, CANCEL_DONE, CANCEL_FAILED, CANCEL_UNKNOWN = (
+        CancelState.NONE,
+        CancelState.PENDING,
+        CancelState.DONE,
+        CancelState.FAILED,
+        CancelState.UNKNOWN,
+    )
+    CANCEL_CHOICES = CancelState.choices
+
+    parent_uuid = CanonicalUuidField(_("parent transaction uuid"), max_length=64, unique=True)
+    parent_transaction = models.OneToOneField(
+        Transaction, null=True, blank=True, on_delete=models.PROTECT, related_name="series_as_parent"
+    )
+    community_id = models.CharField(max_length=100, db_index=True)
+    expiry_date = models.DateField(null=True, blank=True)
+    minimum_days_between_payments = models.PositiveIntegerField(null=True, blank=True)
+    active = models.BooleanField(default=True, db_index=True)
+    recurring_count = models.PositiveIntegerField(default=0)
+    cancel_state = models.CharField(max_length=10, choices=CANCEL_CHOICES, default=CANCEL_NONE, blank=True)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+    cancelled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    raw = models.JSONField(null=True, blank=True)
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = _("recurring series")
+        verbose_name_plural = _("recurring series")
+        ordering = ["-created_at", "-pk"]
+        constraints = [canonical_unique("parent_uuid", "paycollect_series_one_row_per_parent")]
+        # The admin's changelist, newest first.
+        indexes = [models.Index(fields=["created_at"], name="paycollect_series_created")]
+
+    def __str__(self) -> str:
+        return f"series {self.parent_uuid}"
+
+    def cancel_refusal(self) -> tuple[str, str] | None:
+        """Why cancelling this series is refused before anything is sent, as (field, message), or None:
+        a cancellation pending or done is not asked again (a failed or unknown one may be)."""
+        if self.cancel_state in (self.CANCEL_DONE, self.CANCEL_PENDING):
+            return "series", gettext("Series already %(state)s.") % {"state": self.get_cancel_state_display()}
+        return None
