@@ -386,7 +386,8 @@ def _amount(value: Any) -> Any:
     if not number.is_finite():
         return _SLOW
     exponent = number.as_tuple().exponent
-    whole_digits = len(str(abs(int(number))).lstrip("0"))
+    # From the exponent, never through int(): a number of thousands of digits must not be converted.
+    whole_digits = max(number.adjusted() + 1, 0) if number else 0
     if not isinstance(exponent, int) or exponent < -_PLACES:
         return _SLOW
     if whole_digits > _WHOLE_DIGITS:

@@ -99,6 +99,8 @@ bodies = st.one_of(plain_bodies, noisy_bodies)
     {"transaction_id": UUID.upper(), "transaction_status": "PENDING", "recurring": {"is_sub_payment": 1}}
 )
 @example({"transaction_uuid": UUID, "transaction_id": str(uuid_lib.UUID(int=7))})
+@example({"transaction_uuid": UUID, "total_amount": Decimal("1" * 5000 + ".0")})  # too many digits for int()
+@example({"transaction_uuid": UUID, "total_amount": Decimal("123456789012.34")})
 def test_the_fast_check_agrees_with_the_serializer_or_defers_to_it(body):
     fast = fast_callback_claims(body)
     if fast is None:
