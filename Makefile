@@ -74,7 +74,7 @@ lint: $(STAMP)
 	@# Every marked string in the catalogues, translated (see .ci/messages.py).
 	$(BIN)/python .ci/messages.py check
 	@# Models and migrations must agree, so no user's makemigrations writes into site-packages.
-	$(BIN)/python -m django makemigrations --check --dry-run --skip-checks --settings=tests.settings
+	$(BIN)/python -m django makemigrations --check --dry-run --settings=tests.settings
 
 format: $(STAMP)
 	$(BIN)/ruff format .
@@ -90,7 +90,7 @@ test: lint $(MO_FILES)
 # The whole suite on SQLite, without coverage, and the migrations check: one run of the matrix. Worker and
 # PostgreSQL tests skip here as they do without their services; the browser suite is test-browser's.
 test-suite: $(STAMP) $(MO_FILES)
-	$(BIN)/python -m django makemigrations --check --dry-run --skip-checks --settings=tests.settings
+	$(BIN)/python -m django makemigrations --check --dry-run --settings=tests.settings
 	env -u PAYCOLLECT_TEST_POSTGRES -u PAYCOLLECT_TEST_REDIS $(PYTEST) $(XDIST) -m "not browser" $(PYTEST_ARGS)
 
 # test-suite under each Django of MATRIX, each in its own virtualenv, with the matrix hypothesis profile.
