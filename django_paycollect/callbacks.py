@@ -30,8 +30,8 @@ from django.http.request import RawPostDataException
 from . import services, tasks
 from .client.money import MAX_JSON_DEPTH, loads_json, too_deep
 from .conf import paycollect_settings
-from .models import ReceivedCallback, json_safe
-from .redaction import REDACTED, scrub, scrub_all
+from .models import json_safe
+from .redaction import REDACTED, callback_secrets, scrub, scrub_all
 from .serializers import CALLBACK_FIELDS, CallbackBodySerializer, fast_callback_claims
 
 logger = logging.getLogger("django_paycollect.callbacks")
@@ -149,13 +149,20 @@ def _trusted(address: IPAddress, proxies: Iterable[IPNetwork]) -> bool:
     return any(address.version == network.version and address in network for network in proxies)
 
 
-def selected_headers(meta: Mapping[str, Any]) -> dict[str, str]:
+#: Each stored header and the key of the WSGI environ that holds it.
+_HEADER_KEYS = tuple(
+    (name, key if key in ("CONTENT_TYPE", "CONTENT_LENGTH") else f"HTTP_{key}")
+    for name, key in ((name, name.upper().replace("-", "_")) for name in STORED_HEADERS)
+)
+
+
+def selected_headers(meta: Mapping[str, Any], secrets: list[str] | None = None) -> dict[str, str]:
+    secrets = callback_secrets() if secrets is None else secrets
     headers = {}
-    for name in STORED_HEADERS:
-        key = name.upper().replace("-", "_")
-        value = meta.get(key if key in ("CONTENT_TYPE", "CONTENT_LENGTH") else f"HTTP_{key}")
+    for name, key in _HEADER_KEYS:
+        value = meta.get(key)
         if value:
-            headers[name] = scrub(_clean_text(str(value)))[:HEADER_MAX_CHARS]
+            headers[name] = scrub(_clean_text(str(value)), secrets)[:HEADER_MAX_CHARS]
     return headers
 
 
@@ -169,10 +176,10 @@ def _clean_text(text: str) -> str:
 
 @dataclass
 class Received:
-    """What the callback view answers, and the row it stored (None when nothing was stored)."""
+    """What the callback view answers, and the primary key of the row it stored."""
 
     status: int
-    callback: ReceivedCallback | None
+    callback_id: int
     answer: dict[str, Any] = field(default_factory=lambda: {"received": True})
 
 
@@ -192,26 +199,27 @@ def max_callback_bytes() -> int:
 def receive(request: HttpRequest, token_index: int) -> Received:
     """Store the callback POSTed in ``request`` (through the ledger) and queue its verification after the
     commit. Invalid callbacks are stored too (state *invalid*, with the reason) and answered 4xx."""
+    secrets = callback_secrets()  # read once: every stored text of this callback is scrubbed of them
     base: dict[str, Any] = {
         "token_index": token_index,
         "remote_addr": client_ip(request.META),
-        "headers": selected_headers(request.META),
+        "headers": selected_headers(request.META, secrets),
     }
     try:
-        text, claims = _read_and_parse(request)
+        text, claims = _read_and_parse(request, secrets)
     except _Refused as refused:
         callback = services.store_invalid_callback(
-            refused.reason, body=scrub(refused.body), **base, **refused.claims
+            refused.reason, body=scrub(refused.body, secrets), **base, **refused.claims
         )
         logger.warning("callback #%s refused (%s): %s", callback.pk, refused.status, refused.reason)
-        return Received(refused.status, callback, {"received": False, "error": refused.reason})
-    stored = services.store_callback(body=scrub(text), **base, **claims)
+        return Received(refused.status, callback.pk, {"received": False, "error": refused.reason})
+    stored = services.store_callback(body=scrub(text, secrets), **base, **claims)
     if stored.to_verify is not None:
         transaction.on_commit(partial(tasks.queue_verification, stored.to_verify))
-    return Received(200, stored.callback)
+    return Received(200, stored.callback_id)
 
 
-def _read_and_parse(request: HttpRequest) -> tuple[str, dict[str, Any]]:
+def _read_and_parse(request: HttpRequest, secrets: list[str]) -> tuple[str, dict[str, Any]]:
     limit = max_callback_bytes()
     declared = _content_length(request.META)
     if declared is not None and declared > limit:
@@ -248,14 +256,14 @@ def _read_and_parse(request: HttpRequest) -> tuple[str, dict[str, Any]]:
     fast = fast_callback_claims(document)
     if fast is not None:
         data, hints = fast
-        claims = scrub_all(_claims(data, document, hints))
+        claims = scrub_all(_claims(data, document, hints), secrets)
         if secret_problem:
             raise _Refused(403, secret_problem, body=text, claims=claims)
         return text, claims
     serializer = CallbackBodySerializer(data=document)
     valid = serializer.is_valid()
     hints = getattr(serializer, "hint_errors", {})
-    claims = scrub_all(_claims(serializer.validated_data, document, hints)) if valid else {}
+    claims = scrub_all(_claims(serializer.validated_data, document, hints), secrets) if valid else {}
     if secret_problem:
         # The claims are kept (when well formed) so the admin shows what the forgery pretended.
         raise _Refused(403, secret_problem, body=text, claims=claims)
@@ -263,7 +271,7 @@ def _read_and_parse(request: HttpRequest) -> tuple[str, dict[str, Any]]:
         reason = "wrong fields: " + _flatten(serializer.errors)
         if hints:
             reason += "; also malformed: " + _flatten(hints)
-        raise _Refused(400, reason, body=text, claims={"hint_errors": scrub_all(hints)})
+        raise _Refused(400, reason, body=text, claims={"hint_errors": scrub_all(hints, secrets)})
     return text, claims
 
 

@@ -28,9 +28,12 @@ def callback_secrets() -> list[str]:
     return [str(value) for value in values if value]
 
 
-def scrub(text: str) -> str:
-    """``text`` without any of our secrets, wherever they appear."""
-    scrubbed: str = client_redaction.redact(text, callback_secrets(), fields=())
+def scrub(text: str, secrets: list[str] | None = None) -> str:
+    """``text`` without any of our secrets, wherever they appear (``secrets``: :func:`callback_secrets`,
+    when the caller read them already)."""
+    scrubbed: str = client_redaction.redact(
+        text, callback_secrets() if secrets is None else secrets, fields=()
+    )
     return scrubbed
 
 
@@ -39,6 +42,6 @@ def scrub_error(text: str) -> str:
     return scrub(_URL_CREDENTIALS.sub("***@", text))
 
 
-def scrub_all(value: Any) -> Any:
+def scrub_all(value: Any, secrets: list[str] | None = None) -> Any:
     """:func:`scrub` over every text of a parsed document (keys too). Bound its depth first (``too_deep``)."""
-    return client_redaction.redact(value, callback_secrets(), fields=())
+    return client_redaction.redact(value, callback_secrets() if secrets is None else secrets, fields=())

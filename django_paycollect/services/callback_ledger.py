@@ -36,6 +36,7 @@ from ..exceptions import NotFound, ServiceUnavailable, describe_error
 from ..ids import canonical_uuid
 from ..models import Community, DirectOrder, FetchMark, ReceivedCallback, Transaction
 from ..redaction import scrub_error
+from .callback_insert import insert_callback
 from .calls import _secrets, current_task_id
 from .common import savepoint_if_atomic
 from .sync import _sync
@@ -61,10 +62,11 @@ def dedupe_key(uuid: str, claimed_status: str) -> str:
 
 @dataclass(frozen=True)
 class StoredCallback:
-    """The row :func:`store_callback` stored, and the callback to hand to the worker after the commit
-    (``to_verify``: the new one, the original of a redelivery that is verified again, or None)."""
+    """The row :func:`store_callback` stored (``callback_id``; a duplicate's own row for a redelivery), and
+    the callback to hand to the worker after the commit (``to_verify``: the new one, the original of a
+    redelivery that is verified again, or None)."""
 
-    callback: ReceivedCallback
+    callback_id: int
     to_verify: int | None
 
 
@@ -76,16 +78,16 @@ def store_invalid_callback(reason: str, **fields: Any) -> ReceivedCallback:
 def store_callback(**fields: Any) -> StoredCallback:
     """Store a well-formed callback (its claims, body and headers as ``fields``), queued for verification.
 
-    A new callback costs one INSERT; a redelivery three queries (the INSERT refused by the unique
-    ``dedupe_key``, the original's lookup, the duplicate's INSERT), plus one when it has the original
-    verified again (see :func:`_verify_again`).
+    A new callback costs one INSERT, written once (:func:`~.callback_insert.insert_callback`); a redelivery
+    three queries (the INSERT refused by the unique ``dedupe_key``, the original's lookup, the duplicate's
+    INSERT), plus one when it has the original verified again (see :func:`_verify_again`).
     """
     key = dedupe_key(fields["transaction_uuid"], fields["claimed_status"])
     for _attempt in range(2):
         now = timezone.now()
         try:
             with savepoint_if_atomic(ReceivedCallback):
-                callback = ReceivedCallback.objects.create(
+                pk = insert_callback(
                     state=ReceivedCallback.QUEUED,
                     dedupe_key=key,
                     received_at=now,
@@ -110,14 +112,9 @@ def store_callback(**fields: Any) -> StoredCallback:
             )
             again = _verify_again(original) and requeue_callback(original.pk, states=(original.state,))
             logger.info("callback #%s is a redelivery of #%s", duplicate.pk, original.pk)
-            return StoredCallback(duplicate, original.pk if again else None)
-        logger.info(
-            "callback #%s stored for %s (claims %s)",
-            callback.pk,
-            callback.transaction_uuid,
-            callback.claimed_status,
-        )
-        return StoredCallback(callback, callback.pk)
+            return StoredCallback(duplicate.pk, original.pk if again else None)
+        logger.info("callback #%s stored for %s (claims %s)", pk, key.split("|")[0], fields["claimed_status"])
+        return StoredCallback(pk, pk)
     raise RuntimeError("the callback could not be stored")  # pragma: no cover (needs two prunes in a row)
 
 

@@ -24,7 +24,7 @@ from django.contrib.messages import get_messages
 from django.core.cache import cache
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connections
+from django.db import OperationalError, connections
 from django.urls import reverse
 from django.utils import timezone
 
@@ -32,6 +32,7 @@ from django_paycollect import callbacks, services, tasks
 from django_paycollect.conf import DEFAULTS
 from django_paycollect.models import DirectOrder, FetchMark, ReceivedCallback, RecurringSeries, Transaction
 from django_paycollect.sandbox.envelope import dumps
+from django_paycollect.services import callback_ledger
 from tests.conftest import CALLBACK_TOKEN
 
 live = pytest.mark.django_db(transaction=True)
@@ -733,7 +734,8 @@ def test_under_atomic_requests_the_callback_and_its_failure_are_committed(
 
 @pytest.mark.django_db
 def test_a_database_failure_answers_503_so_the_sender_tries_again(client, caplog):
-    with mock.patch.object(ReceivedCallback.objects, "create", side_effect=RuntimeError("db down")):
+    down = OperationalError("db down")
+    with mock.patch.object(callback_ledger, "insert_callback", side_effect=down):
         response = post(client, body_for())
     assert response.status_code == 503
     assert CALLBACK_TOKEN not in caplog.text

@@ -1,0 +1,116 @@
+"""A new callback is stored by one INSERT written once (``services.callback_insert``), and the row is the one
+``ReceivedCallback.objects.create`` stores: the same values in every column, read back from the database."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.db import IntegrityError, connection
+from django.db.models.signals import post_save
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from django_paycollect.models import ReceivedCallback
+from django_paycollect.services.callback_insert import insert_callback
+
+pytestmark = pytest.mark.django_db
+
+NOW = dt.datetime(2026, 11, 24, 17, 38, 5, 123456, tzinfo=dt.UTC)
+
+
+def fields(**changed: Any) -> dict[str, Any]:
+    """What the callback view stores for a new callback: every kind of column, and a uuid in capitals."""
+    return {
+        "state": ReceivedCallback.QUEUED,
+        "dedupe_key": "3f1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f60|SUCCESSFUL",
+        "received_at": NOW,
+        "queued_at": NOW,
+        "next_attempt_at": NOW,
+        "token_index": 0,
+        "remote_addr": "2001:db8::1",
+        "headers": {"content-type": "application/json", "user-agent": "Service/1.0 «ü»"},
+        "body": '{"transaction_uuid": "3F1C2A9E-8B7D-4C6E-9F0A-1B2C3D4E5F60", "note": "\\u0645"}',
+        "transaction_uuid": "3F1C2A9E-8B7D-4C6E-9F0A-1B2C3D4E5F60",
+        "claimed_status": "SUCCESSFUL",
+        "payment_id": "4821",
+        "merchant_id": "c-1",
+        "member_id": "",
+        "total_amount": Decimal("104.50"),
+        "total_amount_piasters": 10450,
+        "is_sub_payment": False,
+        "parent_transaction": "9A8B7C6D5E4F30211203A4B5C6D7E8F9",
+        "message": "مرحبا",
+        "custom_fields": {"Membership number": "A-10293", "Amount": "1.10", "nested": {"list": [1, "2"]}},
+        "hint_errors": {"recurring.parent_transaction": ["Not a uuid."]},
+        **changed,
+    }
+
+
+def stored_row(pk: int) -> dict[str, Any]:
+    row = ReceivedCallback.objects.filter(pk=pk).values().get()
+    del row["id"], row["dedupe_key"]
+    return row
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {},
+        {"remote_addr": None, "total_amount": None, "is_sub_payment": None, "token_index": None},
+        {"remote_addr": "203.0.113.7", "total_amount": Decimal("0.5"), "headers": {}, "custom_fields": {}},
+    ],
+)
+def test_the_row_is_the_one_the_orm_stores(changed):
+    ours = insert_callback(**fields(**changed))
+    theirs = ReceivedCallback.objects.create(**fields(**changed, dedupe_key="another"))
+    assert stored_row(ours) == stored_row(theirs.pk)
+    row = stored_row(ours)
+    assert (
+        row["transaction_uuid"] == "3f1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f60"
+    )  # canonical, as the field stores it
+    assert row["parent_transaction"] == "9a8b7c6d-5e4f-3021-1203-a4b5c6d7e8f9"
+    assert row["attempts"] == 0
+    assert row["outcome"] == row["error"] == row["invalid_reason"] == ""
+
+
+def test_defaults_are_the_models():
+    pk = insert_callback(transaction_uuid="x", claimed_status="PENDING")
+    callback = ReceivedCallback.objects.get(pk=pk)
+    assert callback.state == ReceivedCallback.RECEIVED
+    assert callback.headers == callback.custom_fields == callback.hint_errors == {}
+    assert timezone.now() - callback.received_at < dt.timedelta(minutes=1)
+    assert callback.dedupe_key is None
+
+
+def test_one_statement_and_the_unique_key_refuses_a_second_row():
+    with CaptureQueriesContext(connection) as captured:
+        insert_callback(**fields())
+    [insert] = [q["sql"] for q in captured.captured_queries if "INSERT" in q["sql"]]
+    assert insert.startswith('INSERT INTO "paycollect_receivedcallback"')
+    with pytest.raises(IntegrityError):
+        insert_callback(**fields())
+
+
+def test_an_unknown_or_related_field_is_refused():
+    with pytest.raises(TypeError, match="stat"):
+        insert_callback(stat="queued")
+    with pytest.raises(TypeError, match="duplicate_of"):
+        insert_callback(duplicate_of=None)
+
+
+def test_receivers_of_post_save_still_hear_of_every_row():
+    heard: list[int] = []
+
+    def receiver(sender: Any, instance: ReceivedCallback, created: bool, **kwargs: Any) -> None:
+        heard.append(instance.pk)
+
+    post_save.connect(receiver, sender=ReceivedCallback)
+    try:
+        pk = insert_callback(**fields())
+    finally:
+        post_save.disconnect(receiver, sender=ReceivedCallback)
+    assert heard == [pk]
+    assert stored_row(pk)["transaction_uuid"] == "3f1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f60"
