@@ -2,9 +2,10 @@
 
 It reads the body (bounded), refuses what cannot be a callback (stored as *invalid*, answered 4xx), checks
 the optional shared secret, parses the claims, and hands them to the callback ledger
-(:mod:`django_paycollect.services.callback_ledger`), which stores and deduplicates them; then it hands the
-callback to the worker after the commit (``tasks.queue_verification``). Verification, the state of a
-stored callback, the sweep and reprocessing are the ledger's.
+(:mod:`django_paycollect.services.callback_ledger`), which stores and deduplicates them; then, after the
+commit, it hands the callback to the process's publisher (``tasks.hand_on``), which sends it to the worker
+from its own thread: the request does not wait for the broker. Verification, the state of a stored
+callback, the sweep and reprocessing are the ledger's.
 
 Only ``transaction_uuid`` (or a ``transaction_id`` holding the uuid) decides what to fetch. Every other
 field is a hint: a malformed one never refuses the callback; it is stored as not sent and named in
@@ -197,8 +198,8 @@ def max_callback_bytes() -> int:
 
 
 def receive(request: HttpRequest, token_index: int) -> Received:
-    """Store the callback POSTed in ``request`` (through the ledger) and queue its verification after the
-    commit. Invalid callbacks are stored too (state *invalid*, with the reason) and answered 4xx."""
+    """Store the callback POSTed in ``request`` (through the ledger) and hand it on for verification after
+    the commit. Invalid callbacks are stored too (state *invalid*, with the reason) and answered 4xx."""
     secrets = callback_secrets()  # read once: every stored text of this callback is scrubbed of them
     base: dict[str, Any] = {
         "token_index": token_index,
@@ -215,7 +216,7 @@ def receive(request: HttpRequest, token_index: int) -> Received:
         return Received(refused.status, callback.pk, {"received": False, "error": refused.reason})
     stored = services.store_callback(body=scrub(text, secrets), **base, **claims)
     if stored.to_verify is not None:
-        transaction.on_commit(partial(tasks.queue_verification, stored.to_verify))
+        transaction.on_commit(partial(tasks.hand_on, stored.to_verify))
     return Received(200, stored.callback_id)
 
 

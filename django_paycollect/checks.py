@@ -94,12 +94,13 @@ def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
 SECONDS_SETTINGS = (
     ("CALLBACK_REQUEUE_AFTER", 0, False),
     ("CALLBACK_FETCH_INTERVAL", 0, True),
+    ("CALLBACK_PUBLISH_LINGER", 0, True),
     ("RECONCILE_GIVE_UP_AFTER", 0, False),
 )
 #: Seconds settings where None means "never".
 SECONDS_OR_NEVER = frozenset({"RECONCILE_GIVE_UP_AFTER"})
-#: Settings holding a count: a whole number, at least 1.
-COUNT_SETTINGS = ("RECONCILE_CONCURRENCY", "RECONCILE_CHUNK_SIZE")
+#: Settings holding a count: (key, the smallest whole number allowed).
+COUNT_SETTINGS = (("RECONCILE_CONCURRENCY", 1), ("RECONCILE_CHUNK_SIZE", 1), ("CALLBACK_PUBLISH_BUFFER", 0))
 
 
 def _check_seconds() -> list[CheckMessage]:
@@ -123,12 +124,12 @@ def _check_seconds() -> list[CheckMessage]:
                     id="paycollect.E010",
                 )
             )
-    for key in COUNT_SETTINGS:
+    for key, least in COUNT_SETTINGS:
         value = getattr(paycollect_settings, key)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
             messages.append(
                 Error(
-                    f"PAYCOLLECT['{key}'] is {value!r}: it must be a whole number, at least 1.",
+                    f"PAYCOLLECT['{key}'] is {value!r}: it must be a whole number, at least {least}.",
                     hint=f"Remove it to use the default ({DEFAULTS[key]}).",
                     id="paycollect.E010",
                 )

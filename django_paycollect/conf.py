@@ -50,6 +50,13 @@ DEFAULTS: dict[str, Any] = {
     "CALLBACK_REQUEUE_AFTER": 300,
     # Seconds: callbacks make at most one fetch of a transaction per this long, across processes.
     "CALLBACK_FETCH_INTERVAL": 5,
+    # Callbacks a web process holds, committed and waiting for its publisher thread to hand them to the
+    # worker (the request never waits for the broker); when it is full, a callback is published in its
+    # request. 0: every callback is published in its request.
+    "CALLBACK_PUBLISH_BUFFER": 10_000,
+    # Seconds: a web process publishes at most once per this long, so a burst goes in few messages; a
+    # callback after a quiet spell goes at once.
+    "CALLBACK_PUBLISH_LINGER": 0.05,
     # Proxies (addresses or networks) whose X-Forwarded-For is believed when storing a client IP.
     "TRUSTED_PROXIES": (),
     # An optional shared secret the service echoes in the callback body: the field's name and its values.

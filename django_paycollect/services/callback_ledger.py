@@ -11,8 +11,8 @@ failed. The states::
        +--queueing failed--+        duplicate, invalid: final when stored
 
 Nothing here talks to a broker: the functions that claim a callback return it, and the caller hands it
-to the worker (``tasks.queue_verification``) after the commit. A callback left *queued* because that
-never happened is found by the sweep (:func:`claim_stuck_callbacks`) once overdue.
+to the worker after the commit (``tasks.hand_on``, ``tasks.queue_verification``). A callback left *queued*
+because that never happened is found by the sweep (:func:`claim_stuck_callbacks`) once overdue.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import traceback
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,12 +159,14 @@ def requeue_callback(
     return bool(claimed)
 
 
-def callback_not_queued(callback_id: int, error: BaseException) -> None:
-    """Record that handing a queued callback to the worker failed: it is *received* again, with the
-    reason (shown in the admin), and the next sweep queues it again. Nothing is lost."""
+def callback_not_queued(callback_ids: int | Collection[int], error: BaseException) -> None:
+    """Record that handing queued callbacks (one id, or several handed on together) to the worker failed:
+    each is *received* again, with the reason (shown in the admin), and the next sweep queues it again.
+    Nothing is lost. One UPDATE, however many."""
+    ids = [callback_ids] if isinstance(callback_ids, int) else list(callback_ids)
     now = timezone.now()
     reason = scrub_error(f"{type(error).__name__}: {error}")
-    ReceivedCallback.objects.filter(pk=callback_id, state=ReceivedCallback.QUEUED).update(
+    ReceivedCallback.objects.filter(pk__in=ids, state=ReceivedCallback.QUEUED).update(
         state=ReceivedCallback.RECEIVED,
         next_attempt_at=now,
         error=f"could not be queued for verification at {now:%Y-%m-%d %H:%M:%S} UTC ({reason[:300]}); "

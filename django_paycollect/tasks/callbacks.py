@@ -2,28 +2,36 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
-from typing import Any
+import os
+from collections import Counter
+from typing import Any, NoReturn
 
 from celery import shared_task
 
 from .. import services
+from ..conf import paycollect_settings
 from .delivery import _REDELIVERABLE, _task_id
+from .outbox import Publisher
 
 logger = logging.getLogger("django_paycollect.tasks")
 
 #: Seconds before each retry of a callback whose verification met an unreachable database (then, if
 #: it is still down, the sweep takes over once it is back).
 CALLBACK_DATABASE_RETRY_DELAYS = (2, 5, 10, 20, 30, 60, 60, 60)
+#: Callbacks one ``process_callbacks`` task verifies in turn at most: a larger batch handed on by a web
+#: process is shared out in messages of this many, so a burst is verified by several worker processes at once.
+CALLBACKS_PER_TASK = 10
 
 # --- callbacks and housekeeping ------------------------------------------------------------------
 
 
 def queue_verification(callback_id: int, *, force: bool = False) -> None:
-    """Hand a queued callback to :func:`process_callback`. When that fails it stays stored, *received*
-    with the reason (``services.callback_not_queued``), and the next sweep queues it again: nothing is
-    lost and the sender still gets its 200. How long this waits for an unreachable broker is Celery's
-    publish retry policy (``CELERY_TASK_PUBLISH_RETRY_POLICY``). ``force``: a person asked."""
+    """Hand a queued callback to :func:`process_callback`, here and now. When that fails it stays stored,
+    *received* with the reason (``services.callback_not_queued``), and the next sweep queues it again:
+    nothing is lost and the sender still gets its 200. How long this waits for an unreachable broker is
+    Celery's publish retry policy (``CELERY_TASK_PUBLISH_RETRY_POLICY``). ``force``: a person asked."""
     try:
         if force:
             process_callback.delay(callback_id, force=True)
@@ -32,6 +40,50 @@ def queue_verification(callback_id: int, *, force: bool = False) -> None:
     except Exception as exc:
         logger.exception("callback #%s could not be queued for verification", callback_id)
         services.callback_not_queued(callback_id, exc)
+
+
+def hand_on(callback_id: int) -> None:
+    """After the commit of a callback the view stored: give it to this process's publisher, which sends it
+    to the worker from its own thread (:mod:`.outbox`), so the request never waits for the broker.
+
+    Eager (``CELERY_TASK_ALWAYS_EAGER``: the demo, the tests) it is verified here, as
+    :func:`queue_verification` does; so it is with ``CALLBACK_PUBLISH_BUFFER`` 0, or when the buffer is full.
+    """
+    try:
+        buffered = not process_callback.app.conf.task_always_eager and publish_buffer() > 0
+        if buffered and publisher.submit(callback_id):
+            return
+        if buffered:
+            logger.warning(
+                "callback #%s: %d callbacks wait to be handed to the worker (CALLBACK_PUBLISH_BUFFER); "
+                "published in its request",
+                callback_id,
+                publisher.waiting(),
+            )
+    except Exception:  # a broken setting must not turn the 200 of a stored callback into a 503
+        logger.exception(
+            "callback #%s: the publisher could not take it; published in its request", callback_id
+        )
+    queue_verification(callback_id)
+
+
+def publish_buffer() -> int:
+    return int(paycollect_settings.or_default("CALLBACK_PUBLISH_BUFFER"))
+
+
+def _publish(callback_ids: list[int]) -> None:
+    process_callbacks.apply_async((callback_ids,))
+
+
+#: This process's publisher; a forked child starts afresh, and what waits is published at exit.
+publisher = Publisher(
+    _publish,
+    services.callback_not_queued,
+    capacity=publish_buffer,
+    linger=lambda: float(paycollect_settings.or_default("CALLBACK_PUBLISH_LINGER")),
+)
+os.register_at_fork(after_in_child=publisher.after_fork_in_child)
+atexit.register(publisher.close)
 
 
 def sweep(limit: int = services.SWEEP_BATCH) -> services.Sweep:
@@ -63,22 +115,85 @@ def process_callback(self: Any, callback_id: int, force: bool = False) -> str:
         try:
             done = services.run_verification(callback_id, force=force, may_retry=not eager)
         except services.DATABASE_UNAVAILABLE as exc:
-            # Nothing could be recorded: the callback is still waiting in the database, so whatever
-            # happens to this message the sweep finds it. Retried, never acknowledged as done.
             if eager:
                 raise
-            retries = self.request.retries
-            if retries >= len(CALLBACK_DATABASE_RETRY_DELAYS):
-                logger.error("callback %s: the database is still unreachable; left to the sweep", callback_id)
-                raise
-            logger.warning("callback %s: the database is unreachable (%s); retrying", callback_id, exc)
-            raise self.retry(
-                exc=exc, countdown=CALLBACK_DATABASE_RETRY_DELAYS[retries], max_retries=retries + 1
-            ) from None
+            _retry_without_database(self, exc, [callback_id])
     if done.retry_in is not None and not eager:
         # Eager, nothing runs later: the sweep (or paycollect_process_callbacks --stuck) does.
         raise self.retry(exc=done.error, countdown=done.retry_in, max_retries=self.request.retries + 1)
     return done.state
+
+
+@shared_task(name="paycollect.process_callbacks", ignore_result=True, **_REDELIVERABLE)
+def process_callbacks(self: Any, callback_ids: list[int]) -> dict[str, int]:
+    """Verify the callbacks a web process handed on together (:func:`hand_on`), each as
+    :func:`process_callback` does. Safe to run twice.
+
+    Up to :data:`CALLBACKS_PER_TASK` are verified here, in turn; the rest are shared out in messages of as
+    many, so a burst is verified by several worker processes at once. A callback whose verification waits
+    (a retry, a deferral) goes on alone, as a ``process_callback`` message due when it is; the rest do not
+    wait for it. Returns how many ended in each state.
+    """
+    eager = bool(self.request.is_eager)
+    ids = list(callback_ids)
+    if len(ids) > CALLBACKS_PER_TASK and not eager:
+        _share_out(ids[CALLBACKS_PER_TASK:])
+        ids = ids[:CALLBACKS_PER_TASK]
+    states: Counter[str] = Counter()
+    with _task_id(self):
+        for position, callback_id in enumerate(ids):
+            try:
+                done = services.run_verification(callback_id, may_retry=not eager)
+            except services.DATABASE_UNAVAILABLE as exc:
+                if eager:
+                    raise
+                _retry_without_database(self, exc, ids[position:], batch=True)
+            states[done.state] += 1
+            if done.retry_in is not None and not eager:
+                _verify_later(callback_id, done.retry_in)
+    return dict(states)
+
+
+def _share_out(callback_ids: list[int]) -> None:
+    chunks = [
+        callback_ids[n : n + CALLBACKS_PER_TASK] for n in range(0, len(callback_ids), CALLBACKS_PER_TASK)
+    ]
+    for sent, chunk in enumerate(chunks):
+        try:
+            process_callbacks.apply_async((chunk,))
+        except Exception as exc:
+            rest = [pk for left in chunks[sent:] for pk in left]
+            logger.exception("%d callback(s) could not be queued for verification", len(rest))
+            services.callback_not_queued(rest, exc)
+            return
+
+
+def _retry_without_database(
+    task: Any, exc: BaseException, ids: list[int], *, batch: bool = False
+) -> NoReturn:
+    """Nothing could be recorded: the callbacks are still waiting in the database, so whatever happens to
+    this message the sweep finds them. Retried, never acknowledged as done; a batch's retry carries only
+    ``ids``, its callbacks not verified yet."""
+    retries = task.request.retries
+    named = ", ".join(f"#{pk}" for pk in ids)
+    if retries >= len(CALLBACK_DATABASE_RETRY_DELAYS):
+        logger.error("callback %s: the database is still unreachable; left to the sweep", named)
+        raise exc
+    logger.warning("callback %s: the database is unreachable (%s); retrying", named, exc)
+    changed: dict[str, Any] = {"args": [ids], "kwargs": {}} if batch else {}
+    raise task.retry(
+        exc=exc, countdown=CALLBACK_DATABASE_RETRY_DELAYS[retries], max_retries=retries + 1, **changed
+    ) from None
+
+
+def _verify_later(callback_id: int, countdown: float) -> None:
+    try:
+        process_callback.apply_async((callback_id,), countdown=countdown)
+    except Exception:
+        # Its row says when it is due (next_attempt_at): the sweep queues it once overdue.
+        logger.exception(
+            "callback #%s: its next verification could not be queued; left to the sweep", callback_id
+        )
 
 
 @shared_task(name="paycollect.sweep_callbacks", ignore_result=True, **_REDELIVERABLE)

@@ -110,6 +110,8 @@ def test_without_a_celery_app_a_callback_says_why_it_waits_and_the_sweep_verifie
     sb.control.complete(txn.uuid, "SUCCESSFUL")
     with no_celery_app():
         assert post(client, txn.uuid).status_code == 200  # stored: the sender need not send it again
+        # Handed to the publisher's thread (the fallback app is not eager), which finds no broker.
+        assert tasks.publisher.flush(timeout=30)
     callback = CB.objects.get()
     assert callback.state == CB.RECEIVED
     assert callback.attempts == 0
@@ -269,6 +271,10 @@ def test_the_database_checks_report_stuck_and_failed_callbacks(admin_client):
         ("RECONCILE_GIVE_UP_AFTER", "7d"),
         ("RECONCILE_CONCURRENCY", 0),
         ("RECONCILE_CHUNK_SIZE", 2.5),
+        ("CALLBACK_PUBLISH_BUFFER", -1),
+        ("CALLBACK_PUBLISH_BUFFER", 1e4),
+        ("CALLBACK_PUBLISH_LINGER", -0.1),
+        ("CALLBACK_PUBLISH_LINGER", "10ms"),
     ],
 )
 def test_the_sweep_age_and_the_fetch_interval_must_be_numbers_of_seconds(settings, key, value):

@@ -187,16 +187,31 @@ def worker_environment(settings: Any, worker_queue: str) -> dict[str, str]:
     }
 
 
+@dataclass
+class Web:
+    """A gunicorn of the test project (its master and workers, one process group)."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def signal(self, number: int, timeout: float = 10) -> None:
+        """Send ``number`` to every process of it, and wait for the master to exit."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, number)
+        self.process.wait(timeout=timeout)
+
+
 @pytest.fixture
 def start_web(
     transactional_db: None, paycollect_live: Any, settings: Any, worker_queue: str, tmp_path: Path
-) -> Iterator[Callable[..., str]]:
-    """``start_web(env={...}, processes=2)`` -> the base URL of the test project in gunicorn, on the worker
+) -> Iterator[Callable[..., Web]]:
+    """``start_web(env={...}, processes=2)`` -> the test project in gunicorn (``.url``), on the worker
     settings (the same database, PAYCOLLECT and queue as the workers): callbacks go through a real WSGI
     server and a real broker publish."""
-    servers: list[tuple[subprocess.Popen[bytes], Path]] = []
+    servers: list[Web] = []
 
-    def start(env: dict[str, str] | None = None, processes: int = 2) -> str:
+    def start(env: dict[str, str] | None = None, processes: int = 2) -> Web:
         port = free_port()
         log = tmp_path / f"web-{len(servers) + 1}.log"
         options = ("-w", str(processes), "--threads", "4", "--graceful-timeout", "2")
@@ -210,31 +225,30 @@ def start_web(
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        servers.append((server, log))
-        url = f"http://127.0.0.1:{port}"
+        web = Web(f"http://127.0.0.1:{port}", server, log)
+        servers.append(web)
 
         def ready() -> bool:
             if server.poll() is not None:
                 pytest.fail(f"gunicorn exited with {server.returncode}:\n{log.read_text()[-3000:]}")
             try:
-                requests.get(f"{url}/paycollect/return/status/", timeout=10)
+                requests.get(f"{web.url}/paycollect/return/status/", timeout=10)
             except requests.RequestException:
                 return False
             return True
 
         wait_for("gunicorn to answer", ready, interval=0.2)
-        return url
+        return web
 
     yield start
-    for server, log in servers:
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait(timeout=10)
-        print(f"--- log of {log.name} (last 3000 characters)\n{log.read_text(errors='replace')[-3000:]}")
+    for web in servers:
+        try:
+            web.signal(signal.SIGTERM)
+        except subprocess.TimeoutExpired:
+            web.signal(signal.SIGKILL)
+        print(
+            f"--- log of {web.log.name} (last 3000 characters)\n{web.log.read_text(errors='replace')[-3000:]}"
+        )
 
 
 def _as_postgres(command: list[str]) -> list[str]:

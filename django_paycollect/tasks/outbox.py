@@ -1,0 +1,193 @@
+"""Handing stored callbacks to the worker without a broker round trip in the callback request.
+
+The stored row is the queue (a transactional outbox): the callback view commits the callback *queued*, and
+after the commit hands its primary key to this process's :class:`Publisher`, which only appends it to a
+buffer. A daemon thread of the process publishes what waits, at most once per ``CALLBACK_PUBLISH_LINGER``:
+a callback after a quiet spell goes at once, and the callbacks of a burst go together, in one
+``paycollect.process_callbacks`` message (up to :data:`MAX_IDS_PER_MESSAGE`), which the worker that takes
+it shares out among the others (``tasks.process_callbacks``). A publish costs the web process about a
+millisecond of CPU, whatever it carries: one for many callbacks is what keeps intake near the cost of
+storing the row.
+
+Nothing is lost on the way. A publish that fails records its callbacks *received*, with the reason
+(``services.callback_not_queued``), and the next sweep queues them again. A process that dies with ids in
+its buffer leaves their rows *queued*: the sweep queues them again once overdue by
+``CALLBACK_REQUEUE_AFTER``. When the buffer holds ``CALLBACK_PUBLISH_BUFFER`` ids (the broker slower than
+the callbacks arrive), the next is published in its own request, as a warning says. At exit the process
+publishes what waits, for at most :data:`EXIT_WAIT` seconds.
+
+The thread starts with the first callback, and a forked child (gunicorn's workers) starts its own: ids
+buffered in the parent are the parent's to publish.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django import db
+
+logger = logging.getLogger("django_paycollect.tasks")
+
+#: Callbacks in one ``paycollect.process_callbacks`` message at most (a message of a thousand ids is about
+#: 7 KB); more waiting go in the next message, at once.
+MAX_IDS_PER_MESSAGE = 1000
+#: Seconds a process exiting waits for its waiting callbacks to be published (the rest wait for the sweep).
+EXIT_WAIT = 5.0
+
+
+@dataclass
+class PublisherStats:
+    """What one process's publisher did since it started (or since the fork that made the process)."""
+
+    submitted: int = 0
+    published: int = 0
+    messages: int = 0
+    not_queued: int = 0
+    refused: int = 0  # the buffer was full (or the process exiting): published in the request instead
+
+
+class Publisher:
+    """A bounded buffer of callback ids and the thread that publishes them (see the module's docstring).
+
+    ``publish(ids)`` sends one message for up to :data:`MAX_IDS_PER_MESSAGE` ids and raises when it could
+    not; ``not_queued(ids, error)`` records that. ``capacity()`` and ``linger()`` are read when used, so a
+    settings change applies at once.
+    """
+
+    def __init__(
+        self,
+        publish: Callable[[list[int]], object],
+        not_queued: Callable[[list[int], BaseException], object],
+        *,
+        capacity: Callable[[], int],
+        linger: Callable[[], float],
+    ) -> None:
+        self._publish = publish
+        self._not_queued = not_queued
+        self._capacity = capacity
+        self._linger = linger
+        self._reset()
+
+    def _reset(self) -> None:
+        self._lock = threading.Lock()
+        self._wakeup = threading.Condition(self._lock)
+        self._waiting: deque[int] = deque()
+        self._thread: threading.Thread | None = None
+        self._closing = False
+        self._in_flight = 0  # ids taken from the buffer and not yet published (or recorded not queued)
+        self._last_flush = float("-inf")  # the first publish goes at once, whatever the linger
+        self.stats = PublisherStats()
+
+    def after_fork_in_child(self) -> None:
+        """A new process: none of the parent's state is ours (its lock may even be held by its thread)."""
+        self._reset()
+
+    def submit(self, callback_id: int) -> bool:
+        """Hand on a committed callback; False when the buffer is full or the process exiting (then the
+        caller publishes it itself)."""
+        with self._lock:
+            if self._closing or len(self._waiting) >= self._capacity():
+                self.stats.refused += 1
+                return False
+            self._waiting.append(callback_id)
+            self.stats.submitted += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="paycollect-publisher", daemon=True)
+                self._thread.start()
+            # Woken only when it waits for a first id, or to publish a full message: not for every id,
+            # which would cost the requests a thread switch each.
+            if len(self._waiting) in (1, MAX_IDS_PER_MESSAGE):
+                self._wakeup.notify()
+        return True
+
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    def close(self, timeout: float = EXIT_WAIT) -> int:
+        """Publish what waits, for at most ``timeout`` seconds; returns how many were left (queued, for the
+        sweep). Called at exit."""
+        with self._lock:
+            self._closing = True
+            self._wakeup.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        left = len(self._waiting) + self._in_flight
+        if left:
+            logger.warning(
+                "%d callback(s) not handed to the worker before this process exits: they stay queued, and "
+                "the sweep queues them again after CALLBACK_REQUEUE_AFTER",
+                left,
+            )
+        return left
+
+    def flush(self, timeout: float = EXIT_WAIT) -> bool:
+        """Wait until every id submitted so far is published (or recorded not queued); False after
+        ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while self._waiting or self._in_flight:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.001)
+        return True
+
+    # --- the thread ------------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            try:
+                if not self._publish_next():
+                    return
+            except Exception:  # a bug of ours must not stop the publishing: what waits stays in the buffer
+                logger.exception("the callback publisher failed; going on in a moment")
+                time.sleep(1)
+
+    def _publish_next(self) -> bool:
+        """Wait for callbacks, and for the linger since the last publish, then publish what waits. False
+        once the process exits and nothing is left."""
+        with self._lock:
+            while not self._waiting and not self._closing:
+                self._wakeup.wait()
+            # At most one publish per linger: what arrives meanwhile goes in the same message. Closing (the
+            # process exits) cuts the wait short, and so does a full message.
+            while not self._closing and len(self._waiting) < MAX_IDS_PER_MESSAGE:
+                pause = self._last_flush + self._linger() - time.monotonic()
+                if pause <= 0:
+                    break
+                self._wakeup.wait(pause)
+            if not self._waiting:
+                return False
+            batch = [self._waiting.popleft() for _ in range(min(len(self._waiting), MAX_IDS_PER_MESSAGE))]
+            self._in_flight = len(batch)
+        try:
+            self._flush(batch)
+        finally:
+            self._in_flight = 0
+            self._last_flush = time.monotonic()
+        return True
+
+    def _flush(self, batch: list[int]) -> None:
+        try:
+            self._publish(batch)
+        except Exception as exc:
+            logger.exception("%d callback(s) could not be queued for verification", len(batch))
+            self._record_not_queued(batch, exc)
+            return
+        self.stats.published += len(batch)
+        self.stats.messages += 1
+
+    def _record_not_queued(self, ids: list[int], exc: BaseException) -> None:
+        self.stats.not_queued += len(ids)
+        try:
+            self._not_queued(ids, exc)
+        except Exception:
+            # The database too: the rows stay queued, and the sweep finds them once overdue.
+            logger.exception("callbacks %s: their failed queueing could not be recorded either", ids)
+        finally:
+            # This thread answers no request: nothing else closes its connection.
+            db.connections.close_all()
