@@ -260,12 +260,17 @@ def test_a_broken_setting_never_turns_the_answer_into_an_error(client, not_eager
 @committed
 def test_a_publish_that_fails_leaves_the_callbacks_received_for_the_sweep(client, not_eager, settings):
     """The real publisher and the ledger: the broker refuses, the rows say why, and the sweep takes them."""
-    refused = mock.patch.object(
-        tasks.process_callbacks, "apply_async", side_effect=ConnectionRefusedError("broker down")
-    )
-    with refused:
+    # The broker answers once both are stored: the in-memory SQLite of the tests allows one writer at a time.
+    stored = threading.Event()
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        stored.wait(10)
+        raise ConnectionRefusedError("broker down")
+
+    with mock.patch.object(tasks.process_callbacks, "apply_async", side_effect=refuse):
         for uuid in ("3f1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f60", "7d1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f61"):
             assert post(client, body_for(uuid)).status_code == 200
+        stored.set()
         assert tasks.publisher.flush(timeout=10)
     assert set(CB.objects.values_list("state", flat=True)) == {CB.RECEIVED}
     for error in CB.objects.values_list("error", flat=True):
