@@ -10,7 +10,8 @@ connection):
   verification enqueued with ``transaction.on_commit``; the Celery task's ``delay`` is patched to a
   no-op that counts its calls), each body naming a new transaction;
 - ``POST /bare/<token>/``: the baseline, a view that inserts the same body and the client address into a
-  table of the same shape as ``ReceivedCallback`` (same columns, same indexes, created for the run).
+  table of the same shape as ``ReceivedCallback`` (same columns, same indexes, created for the run:
+  ``_support/bare.py``).
 
 The same bodies go to both, in short alternating blocks (``--blocks`` of ``--block-size`` requests), so
 that other load on the machine hits both alike; the median of the blocks' throughput ratios is compared.
@@ -93,27 +94,6 @@ def environ(path: str, body: bytes) -> dict[str, Any]:
     }
 
 
-def make_bare_model() -> Any:
-    """A model with ReceivedCallback's columns and indexes (foreign keys become indexed integer columns)."""
-    from django.db import models
-
-    from django_paycollect.models import ReceivedCallback
-
-    attrs: dict[str, Any] = {
-        "__module__": "benchmarks._support.urls",
-        "Meta": type("Meta", (), {"app_label": "paycollect_bench", "db_table": "bench_bare_callback"}),
-    }
-    for field in ReceivedCallback._meta.local_fields:
-        if field.primary_key:
-            continue
-        if field.is_relation:
-            attrs[field.attname] = models.BigIntegerField(null=True, blank=True, db_index=True)
-        else:
-            name, _path, args, kwargs = field.deconstruct()
-            attrs[name] = type(field)(*args, **kwargs)
-    return type("BareCallback", (models.Model,), attrs)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=40, help="alternating blocks per URL (default 40)")
@@ -127,15 +107,13 @@ def main() -> int:
         from django.db import connection
         from django.test.utils import CaptureQueriesContext
 
-        from benchmarks._support import urls as bench_urls
+        from benchmarks._support.bare import BareCallback
         from django_paycollect import tasks
         from django_paycollect.conf import paycollect_settings
         from django_paycollect.models import ReceivedCallback
 
-        bare_model = make_bare_model()
         with connection.schema_editor() as editor:
-            editor.create_model(bare_model)
-        bench_urls.BARE_MODEL = bare_model
+            editor.create_model(BareCallback)
         community = paycollect_settings.COMMUNITY_ID
         handler = WSGIHandler()
         enqueued: list[int] = []

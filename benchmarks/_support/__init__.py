@@ -25,6 +25,7 @@ PERFORMANCE_MD = REPO / "docs" / "performance.md"
 #: Sections of docs/performance.md, in the order of the issue's list (unknown ones go last).
 SECTION_ORDER = (
     "callback_ingest",
+    "callback_intake_gunicorn",
     "verification_queries",
     "reconcile_fetch",
     "admin_changelist",

@@ -5,14 +5,20 @@ A file, not ``:memory:``: commits, page cache and index maintenance cost what th
 deployment on SQLite (rollback journal, ``synchronous=FULL``, Django's defaults). Connections are
 persistent (``CONN_MAX_AGE=None``), as a tuned deployment runs them, so that opening a connection per
 request does not hide the cost of the code measured.
+
+With ``PAYCOLLECT_BENCH_BROKER`` (a broker URL), the processes ``callback_intake_gunicorn.py`` starts
+(gunicorn, a Celery worker) run as a production site does: tasks go to that broker, with the settings
+``docs/celery.md`` recommends, and ``PAYCOLLECT_BENCH_PAYCOLLECT`` (JSON) is merged into ``PAYCOLLECT``.
 """
 
+import json
 import os
 
 from tests.settings import *  # noqa: F403
+from tests.settings import PAYCOLLECT
 
 if os.environ.get("PAYCOLLECT_BENCH_ON_POSTGRES"):
-    # admin_dashboard.py: the test settings' PostgreSQL (PAYCOLLECT_TEST_POSTGRES, pointed at its database).
+    # The test settings' PostgreSQL (PAYCOLLECT_TEST_POSTGRES, pointed at the benchmark's database).
     DATABASES["default"]["CONN_MAX_AGE"] = None  # noqa: F405
 else:
     DATABASES = {
@@ -26,3 +32,13 @@ ROOT_URLCONF = "benchmarks._support.urls"
 DEBUG = False
 # Superusers are logged in with force_login; no password is ever hashed for real.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+if os.environ.get("PAYCOLLECT_BENCH_BROKER"):
+    CELERY_TASK_ALWAYS_EAGER = False
+    CELERY_BROKER_URL = os.environ["PAYCOLLECT_BENCH_BROKER"]
+    CELERY_TASK_DEFAULT_QUEUE = "paycollect-bench"
+    CELERY_TASK_ACKS_LATE = True
+    CELERY_TASK_REJECT_ON_WORKER_LOST = True
+    CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+    CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+    PAYCOLLECT = {**PAYCOLLECT, **json.loads(os.environ.get("PAYCOLLECT_BENCH_PAYCOLLECT") or "{}")}

@@ -1,0 +1,551 @@
+"""Callback intake through a real gunicorn on PostgreSQL with the real publish to Redis, beside a bare view;
+and the delay from receipt to verification with a real Celery worker.
+
+Starts everything it needs, and stops it on exit (Ctrl-C included): a PostgreSQL server and a Redis server as
+``.ci/postgres.sh`` and ``.ci/redis.sh`` start them (free ports, directories of their own), the standalone
+sandbox as the service, and two gunicorn servers of the test project (``tests.wsgi``, 2 sync workers each) on
+the benchmark settings with Celery pointed at that Redis (``benchmarks/_support/settings.py``): nothing is
+patched. ``wrk`` (Debian's package; installed with apt-get when missing) drives them with a fixed number of
+connections, each request a callback as the service sends one (a new uuid each):
+
+- *intake*: ``POST /paycollect/callback/<token>/`` on the first server, as the app ships: the callback is
+  stored and, after the commit, handed to the process's publisher, which publishes from its own thread;
+- *bare view*: ``POST /bare/<token>/`` on the same server: the body and the client address inserted into a
+  table of ``ReceivedCallback``'s shape (``_support/bare.py``);
+- *publish in the request*: the callback URL of the second server, run with ``CALLBACK_PUBLISH_BUFFER`` 0,
+  so each request publishes its callback before it answers (how intake worked before): reported.
+
+They alternate in blocks of ``--seconds`` (the order turning each block), so load from elsewhere on the
+machine hits them alike; ratios are medians of the blocks' ratios, latencies medians of the blocks' p50 and
+p99 as wrk measures them. Target: intake at least 0.8 of the bare view's throughput.
+
+Then, with a Celery worker (2 processes) taking the queue, callbacks for transactions paid at the sandbox are
+sent at a steady ``--rate`` for ``--latency-seconds``, to the first server and to the second in alternation,
+and the delay from receipt to verification (``processed_at - received_at``) is read from the rows: p50, p95,
+p99 of each. ``--strict`` makes a missed target exit with status 1. Run by ``make bench``, never by the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._support import (
+    REPO,
+    Measure,
+    exit_status,
+    fresh_postgres_database,
+    print_measures,
+    setup_django_on_postgres,
+    temp_workdir,
+    write_section,
+)
+from benchmarks._support.servers import (
+    ensure_wrk,
+    free_port,
+    spawn,
+    start_postgres,
+    start_redis,
+    stopped_on_exit,
+    wait_until,
+)
+
+TARGET_RATIO = 0.8
+#: CALLBACK_PUBLISH_LINGER's default, in milliseconds: what the p95 delay may add to a publish in the request.
+LINGER_MS = 50
+TOKEN = "tests-callback-token-0123456789"  # noqa: S105  (tests.settings' CALLBACK_TOKENS)
+QUEUE = "paycollect-bench"  # CELERY_TASK_DEFAULT_QUEUE of the benchmark settings
+BILLING = {"name": "Mona Ali", "email": "mona@example.com", "phone_number": "+201001234567"}
+
+#: wrk's script: every request a callback as the service sends one, naming a new uuid; at the end one line
+#: "RESULT requests duration_us p50_us p99_us socket_errors non_2xx".
+WRK_SCRIPT = r"""
+local counter, prefix, community = 0, "", ""
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", threads)
+end
+function init(args)
+  math.randomseed(tonumber(args[1]) + tid * 7919)
+  prefix = string.format("%08x", math.random(0, 2147483647))
+  community = args[2]
+end
+local headers = {
+  ["Content-Type"] = "application/json",
+  ["User-Agent"] = "PayCollect-Callback/1.0",
+  ["X-Request-Id"] = "9f1c2a7e-5d1b-4c1e-9a55-3d1f0c6b7e21",
+}
+request = function()
+  counter = counter + 1
+  local uuid = string.format("%s-%04x-4%03x-a%03x-%012x", prefix, tid,
+    math.random(0, 4095), math.random(0, 4095), counter)
+  local parent = string.format("%s-%04x-4%03x-b%03x-%012x", prefix, tid,
+    math.random(0, 4095), math.random(0, 4095), counter)
+  local body = '{"total_amount_piasters": 10450, "total_amount": 104.5, "transaction_uuid": "' .. uuid ..
+    '", "transaction_status": "SUCCESSFUL", "member_id": null, "payment_id": "4821", "merchant_id": "' ..
+    community .. '", "recurring": {"is_sub_payment": false, "parent_transaction": "' .. parent ..
+    '"}, "Membership number": "A-10293", "Branch": "Heliopolis"}'
+  return wrk.format("POST", nil, headers, body)
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("RESULT %d %d %d %d %d %d\n", summary.requests, summary.duration,
+    latency:percentile(50), latency:percentile(99), e.connect + e.read + e.write + e.timeout, e.status))
+end
+"""
+
+
+@dataclass
+class Block:
+    """One wrk run against one URL."""
+
+    requests: int
+    seconds: float
+    p50_ms: float
+    p99_ms: float
+    cpu_us: float  # CPU time of the server's worker processes (all their threads) per request
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.seconds
+
+
+def process_cpu(pid: int) -> float:
+    """User plus system CPU seconds of a process, all its threads (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+class Server:
+    """A gunicorn of the test project: 2 sync workers (a production default), access log off."""
+
+    def __init__(self, stack: contextlib.ExitStack, env: dict[str, str], log: Path, workers: int) -> None:
+        from tests.servers import gunicorn_command
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        command = gunicorn_command("tests.wsgi:application", self.port, "-w", str(workers), "-k", "sync")
+        self.process = spawn(stack, command, env=env, log=log)
+        wait_until(f"gunicorn on {self.port}", self._answers, self.process, log)
+
+    def _answers(self) -> bool:
+        import requests
+
+        try:
+            requests.get(f"{self.url}/paycollect/return/status/", timeout=5)
+        except requests.RequestException:
+            return False
+        return True
+
+    def cpu(self) -> float:
+        return sum(process_cpu(pid) for pid in children(self.process.pid))
+
+
+def drive(
+    wrk: str, script: Path, server: Server, path: str, args: argparse.Namespace, community: str
+) -> Block:
+    seed = str(random.randrange(1, 2**31))  # distinct uuids in every run
+    command = [
+        wrk,
+        "-t",
+        str(args.threads),
+        "-c",
+        str(args.connections),
+        "-d",
+        f"{args.seconds}s",
+        "--timeout",
+        "10s",
+        "-s",
+        str(script),
+        f"{server.url}{path}",
+        "--",
+        seed,
+        community,
+    ]
+    cpu = server.cpu()
+    done = subprocess.run(command, capture_output=True, text=True, check=True)  # noqa: S603
+    cpu = server.cpu() - cpu
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if line is None:
+        raise SystemExit(f"wrk printed no result:\n{done.stdout}\n{done.stderr}")
+    requests, duration, p50, p99, errors, non_2xx = (int(x) for x in line.split()[1:])
+    if errors or non_2xx or not requests:
+        raise SystemExit(f"{path}: {errors} socket errors, {non_2xx} answers other than 2xx:\n{done.stdout}")
+    return Block(requests, duration / 1e6, p50 / 1000, p99 / 1000, cpu / requests * 1e6)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--blocks", type=int, default=8, help="alternating blocks per URL (default 8)")
+    parser.add_argument("--seconds", type=int, default=5, help="seconds of each block (default 5)")
+    parser.add_argument("--connections", type=int, default=4, help="wrk connections (default 4)")
+    parser.add_argument("--threads", type=int, default=1, help="wrk threads (default 1)")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers per server (default 2)")
+    parser.add_argument(
+        "--rate", type=float, default=10.0, help="callbacks per second of the delay measure (default 10)"
+    )
+    parser.add_argument(
+        "--latency-seconds",
+        type=int,
+        default=20,
+        help="seconds of steady load per server (default 20; 0 skips the delay measure)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="a PAYCOLLECT setting of both servers, e.g. CALLBACK_PUBLISH_LINGER=0.05 (repeatable)",
+    )
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args()
+
+    with temp_workdir() as workdir, stopped_on_exit() as stack:
+        results = run(Path(workdir), stack, args)
+    return report(results, args)
+
+
+def run(workdir: Path, stack: contextlib.ExitStack, args: argparse.Namespace) -> dict[str, Any]:
+    wrk = ensure_wrk()
+    print("starting PostgreSQL, Redis and the sandbox...", flush=True)
+    broker = start_redis(stack)
+    database = fresh_postgres_database(start_postgres(stack), "bench_intake")
+    setup_django_on_postgres(database)
+    from django.db import connection
+
+    from benchmarks._support.bare import BareCallback
+    from django_paycollect.sandbox.testing import SandboxControl, start_sandbox
+
+    with connection.schema_editor() as editor:
+        editor.create_model(BareCallback)
+    sandbox = start_sandbox(workdir / "sandbox")
+    stack.callback(sandbox.stop)
+    info = sandbox.info
+    community = str(info["community_id"])
+    SandboxControl(info["base_url"]).configure_api_payment(int(info["variable_amount_id"]), callback_url="")
+    paycollect = {
+        "BASE_URL": info["base_url"],
+        "COMMUNITY_ID": community,
+        "API_KEY": info["api_key"],
+        "VARIABLE_AMOUNT_ID": int(info["variable_amount_id"]),
+        "CALLBACK_TOKENS": [TOKEN],
+        **{key: json.loads(value) for key, value in (item.split("=", 1) for item in args.set)},
+    }
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "benchmarks._support.settings",
+        "PAYCOLLECT_BENCH_ON_POSTGRES": "1",
+        "PAYCOLLECT_TEST_POSTGRES": database,
+        "PAYCOLLECT_BENCH_BROKER": broker,
+        "PAYCOLLECT_BENCH_PAYCOLLECT": json.dumps(paycollect),
+        "PYTHONPATH": str(REPO),
+    }
+    inline_env = {
+        **env,
+        "PAYCOLLECT_BENCH_PAYCOLLECT": json.dumps({**paycollect, "CALLBACK_PUBLISH_BUFFER": 0}),
+    }
+    print("starting two gunicorn servers...", flush=True)
+    main_server = Server(stack, env, workdir / "gunicorn.log", args.workers)
+    inline_server = Server(stack, inline_env, workdir / "gunicorn-inline.log", args.workers)
+
+    script = workdir / "callback.lua"
+    script.write_text(WRK_SCRIPT)
+    intake, bare = f"/paycollect/callback/{TOKEN}/", f"/bare/{TOKEN}/"
+    series = {"intake": (main_server, intake), "bare": (main_server, bare), "inline": (inline_server, intake)}
+    blocks: dict[str, list[Block]] = {name: [] for name in series}
+    warm = argparse.Namespace(**{**vars(args), "seconds": 2})
+    warmed = {
+        name: drive(wrk, script, server, path, warm, community).requests
+        for name, (server, path) in series.items()
+    }
+    names = list(series)
+    for number in range(args.blocks):
+        turn = number % len(names)
+        for name in names[turn:] + names[:turn]:
+            server, path = series[name]
+            blocks[name].append(drive(wrk, script, server, path, args, community))
+        print(
+            f"block {number + 1}/{args.blocks}: "
+            + ", ".join(f"{name} {blocks[name][-1].rate:.0f} req/s" for name in names),
+            flush=True,
+        )
+    sent = {name: warmed[name] + sum(b.requests for b in blocks[name]) for name in ("intake", "inline")}
+    check_stored(sum(sent.values()))
+
+    import redis
+
+    queue = redis.Redis.from_url(broker)
+    queued_messages = queue.llen(QUEUE)
+    queue.delete(QUEUE)  # what the throughput blocks queued names no transaction of the sandbox's
+    delays = (
+        measure_delays(stack, workdir, env, main_server, inline_server, sandbox.info, args)
+        if args.latency_seconds
+        else {}
+    )
+    return {
+        "blocks": blocks,
+        "sent": sent,
+        "messages": queued_messages,
+        "delays": delays,
+    }
+
+
+def check_stored(sent: int) -> None:
+    """Every callback answered 200 is stored queued (not received: no publish failed)."""
+    from django.db.models import Count
+
+    from django_paycollect.models import ReceivedCallback
+
+    states = dict(ReceivedCallback.objects.values_list("state").annotate(n=Count("pk")))
+    # wrk counts the answers it read: the requests in flight when a block ends are stored, not counted.
+    if set(states) != {ReceivedCallback.QUEUED} or states[ReceivedCallback.QUEUED] < sent:
+        raise SystemExit(f"expected {sent} callbacks or more, all queued; the database holds {states}")
+
+
+def measure_delays(
+    stack: contextlib.ExitStack,
+    workdir: Path,
+    env: dict[str, str],
+    main_server: Server,
+    inline_server: Server,
+    info: dict[str, Any],
+    args: argparse.Namespace,
+) -> dict[str, list[float]]:
+    """Receipt to verification (ms) at a steady rate, with a Celery worker, for each server in turn."""
+    from django_paycollect.client import PayCollectClient
+
+    count = int(args.rate * args.latency_seconds)  # per server
+    client = PayCollectClient(str(info["base_url"]), api_key=str(info["api_key"]))
+    control_url = str(info["base_url"])
+    from django_paycollect.sandbox.testing import SandboxControl
+
+    control = SandboxControl(control_url)
+
+    def paid(_: int) -> str:
+        started = client.pay(
+            community_id=str(info["community_id"]),
+            amount=Decimal("104.50"),
+            original_amount=Decimal("104.50"),
+            variable_amount_id=int(info["variable_amount_id"]),
+            billing_data=BILLING,
+        )
+        uuid = str(started.result.transaction_uuid)
+        control.complete(uuid)
+        return uuid
+
+    print(f"paying {2 * count} transactions at the sandbox...", flush=True)
+    with ThreadPoolExecutor(4) as pool:
+        uuids = list(pool.map(paid, range(2 * count)))
+    log = workdir / "worker.log"
+    worker = spawn(
+        stack,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "tests.celery_app",
+            "worker",
+            "-P",
+            "prefork",
+            "-c",
+            "2",
+            "-Q",
+            QUEUE,
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-l",
+            "info",
+        ],
+        env=env,
+        log=log,
+    )
+    wait_until("the Celery worker", lambda: " ready." in log.read_text(errors="replace"), worker, log)
+
+    delays: dict[str, list[float]] = {"intake": [], "inline": []}
+    servers = {"intake": main_server, "inline": inline_server}
+    quarter = count // 2
+    # Two rounds, the order turned in the second, so a change of load on the machine hits both alike.
+    rounds = [("intake", 0), ("inline", 1), ("inline", 2), ("intake", 3)]
+    for name, part in rounds:
+        chosen = uuids[part * quarter : (part + 1) * quarter]
+        print(f"{len(chosen)} callbacks at {args.rate:g}/s to the {name} server...", flush=True)
+        steady_load(f"{servers[name].url}/paycollect/callback/{TOKEN}/", chosen, args.rate, info)
+        delays[name] += verification_delays(chosen)
+    return delays
+
+
+def steady_load(url: str, uuids: list[str], rate: float, info: dict[str, Any]) -> None:
+    """POST a callback for each uuid, one every 1/rate seconds, from a pool of 8 connections."""
+    import requests
+
+    sessions = threading.local()
+
+    def post(uuid: str) -> int:
+        session = getattr(sessions, "session", None) or requests.Session()
+        sessions.session = session
+        body = {
+            "transaction_uuid": uuid,
+            "transaction_status": "SUCCESSFUL",
+            "merchant_id": info["community_id"],
+        }
+        return int(session.post(url, json=body, timeout=30).status_code)
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(8) as pool:
+        futures = []
+        for n, uuid in enumerate(uuids):
+            time.sleep(max(0.0, started + n / rate - time.monotonic()))
+            futures.append(pool.submit(post, uuid))
+        statuses = {f.result() for f in futures}
+    if statuses != {200}:
+        raise SystemExit(f"{url}: answers {sorted(statuses)}")
+
+
+def verification_delays(uuids: list[str], timeout: float = 120.0) -> list[float]:
+    from django_paycollect.models import ReceivedCallback
+
+    rows = ReceivedCallback.objects.filter(transaction_uuid__in=uuids)
+    deadline = time.monotonic() + timeout
+    while rows.filter(state=ReceivedCallback.PROCESSED).count() < len(uuids):
+        if time.monotonic() > deadline:
+            states = list(rows.values_list("state", "error")[:5])
+            raise SystemExit(f"callbacks not verified within {timeout:g} s: {states}")
+        time.sleep(0.5)
+    return sorted(
+        (processed - received).total_seconds() * 1000
+        for received, processed in rows.values_list("received_at", "processed_at")
+    )
+
+
+def percentile(values: list[float], share: float) -> float:
+    """Nearest rank, as the dashboard computes its verification times."""
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, round(share * len(ordered) + 0.5) - 1))]
+
+
+def report(results: dict[str, Any], args: argparse.Namespace) -> int:
+    blocks: dict[str, list[Block]] = results["blocks"]
+
+    def median(name: str, attribute: str) -> float:
+        return statistics.median(getattr(b, attribute) for b in blocks[name])
+
+    def ratio(name: str) -> float:
+        return statistics.median(a.rate / b.rate for a, b in zip(blocks[name], blocks["bare"], strict=True))
+
+    delays: dict[str, list[float]] = results["delays"]
+    measures = [
+        Measure(
+            "callback intake under gunicorn + PostgreSQL, real publish",
+            f"{median('intake', 'rate'):.0f} req/s",
+            f"bare view {median('bare', 'rate'):.0f} req/s",
+            ratio("intake"),
+            f"≥ {TARGET_RATIO:g}",
+            ratio("intake") >= TARGET_RATIO,
+        ),
+        Measure(
+            f"request latency p50, intake ({args.connections} connections)",
+            f"{median('intake', 'p50_ms'):.1f} ms",
+            f"bare view {median('bare', 'p50_ms'):.1f} ms",
+            median("intake", "p50_ms") / median("bare", "p50_ms"),
+            "(reported)",
+            None,
+        ),
+        Measure(
+            f"request latency p99, intake ({args.connections} connections)",
+            f"{median('intake', 'p99_ms'):.1f} ms",
+            f"bare view {median('bare', 'p99_ms'):.1f} ms",
+            median("intake", "p99_ms") / median("bare", "p99_ms"),
+            "(reported)",
+            None,
+        ),
+        Measure(
+            "CPU per request in the gunicorn workers, intake",
+            f"{median('intake', 'cpu_us'):.0f} µs",
+            f"bare view {median('bare', 'cpu_us'):.0f} µs",
+            median("bare", "cpu_us") / median("intake", "cpu_us"),
+            "(reported)",
+            None,
+        ),
+        Measure(
+            "callback intake publishing in the request (CALLBACK_PUBLISH_BUFFER 0)",
+            f"{median('inline', 'rate'):.0f} req/s",
+            f"bare view {median('bare', 'rate'):.0f} req/s",
+            ratio("inline"),
+            "(reported)",
+            None,
+        ),
+    ]
+    for share in (0.5, 0.95, 0.99) if delays else ():
+        mine, before = percentile(delays["intake"], share), percentile(delays["inline"], share)
+        # Promptly: later than a publish in the request by no more than the publisher's linger.
+        bound = before + LINGER_MS if share == 0.95 else None
+        measures.append(
+            Measure(
+                f"receipt to verification p{share * 100:.0f}, Celery worker, {args.rate:g} callbacks/s",
+                f"{mine:.0f} ms",
+                f"publish in the request {before:.0f} ms",
+                mine / before,
+                f"≤ {bound:.0f} ms (+ the linger)" if bound is not None else "(reported)",
+                None if bound is None else mine <= bound,
+            )
+        )
+    print(f"{args.blocks} alternating blocks of {args.seconds} s per URL, medians:")
+    print_measures(measures)
+    details = [
+        "req/s per block, intake: " + ", ".join(f"{b.rate:.0f}" for b in blocks["intake"]),
+        "req/s per block, bare:   " + ", ".join(f"{b.rate:.0f}" for b in blocks["bare"]),
+        "req/s per block, inline: " + ", ".join(f"{b.rate:.0f}" for b in blocks["inline"]),
+        f"messages in the queue after the throughput blocks: {results['messages']}, for "
+        f"{results['sent']['intake']} callbacks to the intake server and {results['sent']['inline']} "
+        "published in the request (a message each)",
+    ]
+    print("\n".join(details))
+    write_section(
+        "callback_intake_gunicorn",
+        "Callback intake under gunicorn",
+        summary=(
+            f"gunicorn ({args.workers} sync workers) serving the test project on PostgreSQL, Celery "
+            f"publishing to Redis (nothing patched), wrk with {args.connections} connections; {args.blocks} "
+            f"blocks of {args.seconds} s per URL in turn: the callback URL, a bare view inserting the same "
+            "body into a table of the same shape, and the callback URL of a second server publishing in the "
+            "request (`CALLBACK_PUBLISH_BUFFER` 0). Ratios are medians of the blocks' ratios; CPU is the "
+            "gunicorn workers' (all their threads) per request. Then a Celery worker (2 processes) and "
+            f"{args.rate:g} callbacks a second for {args.latency_seconds} s to each server, in two rounds: "
+            "receipt to verification (`processed_at - received_at`) of each callback, nearest rank."
+        ),
+        measures=measures,
+        details=details,
+    )
+    return exit_status(measures, args.strict)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
