@@ -163,6 +163,8 @@ def test_exit_publishes_what_waits_and_counts_what_it_could_not(make_publisher, 
     assert "they stay queued, and the sweep queues them again" in caplog.text
 
 
+# The fork is the point: the parent's publisher thread is running, and the child must start its own.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning")
 def test_a_forked_child_publishes_its_own_callbacks_and_never_its_parents(make_publisher, broker):
     publisher = make_publisher(linger=60.0)
     publisher.submit(1)
