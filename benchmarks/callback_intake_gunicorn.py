@@ -56,8 +56,10 @@ from benchmarks._support import (
     write_section,
 )
 from benchmarks._support.servers import (
+    children,
     ensure_wrk,
     free_port,
+    process_cpu,
     spawn,
     start_postgres,
     start_redis,
@@ -72,43 +74,8 @@ TOKEN = "tests-callback-token-0123456789"  # noqa: S105  (tests.settings' CALLBA
 QUEUE = "paycollect-bench"  # CELERY_TASK_DEFAULT_QUEUE of the benchmark settings
 BILLING = {"name": "Mona Ali", "email": "mona@example.com", "phone_number": "+201001234567"}
 
-#: wrk's script: every request a callback as the service sends one, naming a new uuid; at the end one line
-#: "RESULT requests duration_us p50_us p99_us socket_errors non_2xx".
-WRK_SCRIPT = r"""
-local counter, prefix, community = 0, "", ""
-local threads = 0
-function setup(thread)
-  threads = threads + 1
-  thread:set("tid", threads)
-end
-function init(args)
-  math.randomseed(tonumber(args[1]) + tid * 7919)
-  prefix = string.format("%08x", math.random(0, 2147483647))
-  community = args[2]
-end
-local headers = {
-  ["Content-Type"] = "application/json",
-  ["User-Agent"] = "PayCollect-Callback/1.0",
-  ["X-Request-Id"] = "9f1c2a7e-5d1b-4c1e-9a55-3d1f0c6b7e21",
-}
-request = function()
-  counter = counter + 1
-  local uuid = string.format("%s-%04x-4%03x-a%03x-%012x", prefix, tid,
-    math.random(0, 4095), math.random(0, 4095), counter)
-  local parent = string.format("%s-%04x-4%03x-b%03x-%012x", prefix, tid,
-    math.random(0, 4095), math.random(0, 4095), counter)
-  local body = '{"total_amount_piasters": 10450, "total_amount": 104.5, "transaction_uuid": "' .. uuid ..
-    '", "transaction_status": "SUCCESSFUL", "member_id": null, "payment_id": "4821", "merchant_id": "' ..
-    community .. '", "recurring": {"is_sub_payment": false, "parent_transaction": "' .. parent ..
-    '"}, "Membership number": "A-10293", "Branch": "Heliopolis"}'
-  return wrk.format("POST", nil, headers, body)
-end
-done = function(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format("RESULT %d %d %d %d %d %d\n", summary.requests, summary.duration,
-    latency:percentile(50), latency:percentile(99), e.connect + e.read + e.write + e.timeout, e.status))
-end
-"""
+#: wrk's script: every request a callback naming a new uuid, and one RESULT line at the end.
+WRK_SCRIPT = Path(__file__).resolve().parent / "_support" / "callback.lua"
 
 
 @dataclass
@@ -124,22 +91,6 @@ class Block:
     @property
     def rate(self) -> float:
         return self.requests / self.seconds
-
-
-def process_cpu(pid: int) -> float:
-    """User plus system CPU seconds of a process, all its threads (Linux /proc)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def children(pid: int) -> list[int]:
-    try:
-        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
 
 
 class Server:
@@ -274,8 +225,7 @@ def run(workdir: Path, stack: contextlib.ExitStack, args: argparse.Namespace) ->
     main_server = Server(stack, env, workdir / "gunicorn.log", args.workers)
     inline_server = Server(stack, inline_env, workdir / "gunicorn-inline.log", args.workers)
 
-    script = workdir / "callback.lua"
-    script.write_text(WRK_SCRIPT)
+    script = WRK_SCRIPT
     intake, bare = f"/paycollect/callback/{TOKEN}/", f"/bare/{TOKEN}/"
     series = {"intake": (main_server, intake), "bare": (main_server, bare), "inline": (inline_server, intake)}
     blocks: dict[str, list[Block]] = {name: [] for name in series}

@@ -37,11 +37,14 @@ def stopped_on_exit() -> Iterator[contextlib.ExitStack]:
         raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, terminate)
+    # Python leaves SIGINT ignored when it started so (a shell's background job): Ctrl-C must still stop us.
+    interrupt = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with contextlib.ExitStack() as stack:
             yield stack
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, interrupt)
 
 
 def _as_postgres(command: list[str]) -> list[str]:
@@ -149,3 +152,19 @@ def ensure_wrk() -> str:
     if not found:
         raise SystemExit("needs wrk: apt-get install wrk (Debian's package)")
     return found
+
+
+def process_cpu(pid: int) -> float:
+    """User plus system CPU seconds of a process, all its threads (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
