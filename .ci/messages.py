@@ -5,8 +5,10 @@ makemessages and compilemessages).
                                      the sources (then translate the new entries, and run it again)
     python .ci/messages.py check     CI (make lint): each catalogue is exactly what `update` makes of the
                                      sources (no string marked but missing, none left over), every entry
-                                     is translated and none is fuzzy, msgfmt --check passes, and the
-                                     plural forms are Arabic's six
+                                     is translated and none is fuzzy, msgfmt --check passes, the
+                                     plural forms are Arabic's six, and no marked string is built at run
+                                     time (an f-string, % or .format inside the call, a + of strings):
+                                     such a string can never match a catalogue entry
     python .ci/messages.py compile   the .mo files beside the .po files (make does it before the tests,
                                      the demo and the build; they are not committed)
 
@@ -19,6 +21,7 @@ Catalogues are sorted by message, without source locations, so moving code never
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -91,8 +94,56 @@ def _stable(po: Path) -> str:
     return _VOLATILE.sub("", po.read_text(encoding="utf-8"))
 
 
+#: The marking functions, and which of their arguments are messages (a context comes first in pgettext).
+_MARKERS: dict[str, tuple[int, ...]] = {
+    "_": (0,),
+    "gettext": (0,),
+    "gettext_lazy": (0,),
+    "gettext_noop": (0,),
+    "ngettext": (0, 1),
+    "ngettext_lazy": (0, 1),
+    "pgettext": (1,),
+    "pgettext_lazy": (1,),
+    "npgettext": (1, 2),
+    "npgettext_lazy": (1, 2),
+}
+
+
+def _built_at_run_time(node: ast.expr) -> str | None:
+    """What makes ``node`` a message that is not a literal: the text the catalogue would need, which no
+    catalogue can hold (its words change with the values)."""
+    if isinstance(node, ast.JoinedStr):
+        return "an f-string"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        return "a string formatted with % inside the call (format the translation instead)"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return "strings joined with + (mark one whole sentence)"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        return "a string formatted with .format inside the call (format the translation instead)"
+    return None
+
+
+def pitfalls(folder: Path, root: Path = ROOT) -> list[str]:
+    """``file:line: ...`` for each marked message under ``folder`` that is built at run time:
+    ``_(f"...")``, ``gettext("..." % x)``, ``_("..." + x)``, ``ngettext("...".format(...), ...)``."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+        for node in sorted(calls, key=lambda call: (call.lineno, call.col_offset)):
+            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+            for index in _MARKERS.get(name or "", ()):
+                if index >= len(node.args):
+                    continue
+                why = _built_at_run_time(node.args[index])
+                if why is not None:
+                    where = path.relative_to(root) if path.is_relative_to(root) else path
+                    found.append(f"{where}:{node.lineno}: {name}() of {why}: no catalogue entry can match it")
+    return found
+
+
 def check() -> None:
-    problems: list[str] = []
+    problems: list[str] = [line for folder in CATALOGUES for line in pitfalls(ROOT / folder)]
     with tempfile.TemporaryDirectory(prefix="paycollect-messages-") as scratch:
         # makemessages writes where it runs: run it on a copy of the sources.
         copy = Path(scratch)
