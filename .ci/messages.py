@@ -7,8 +7,10 @@ makemessages and compilemessages).
                                      sources (no string marked but missing, none left over), every entry
                                      is translated and none is fuzzy, msgfmt --check passes, the
                                      plural forms are Arabic's six, and no marked string is built at run
-                                     time (an f-string, % or .format inside the call, a + of strings):
-                                     such a string can never match a catalogue entry
+                                     time (an f-string, % or .format inside the call, a + of strings:
+                                     no catalogue entry can match it), hidden in an f-string (makemessages
+                                     does not read those) or translated at import (gettext() in a class
+                                     body, a lazy string formatted there: English for good)
     python .ci/messages.py compile   the .mo files beside the .po files (make does it before the tests,
                                      the demo and the build; they are not committed)
 
@@ -96,7 +98,6 @@ def _stable(po: Path) -> str:
 
 #: The marking functions, and which of their arguments are messages (a context comes first in pgettext).
 _MARKERS: dict[str, tuple[int, ...]] = {
-    "_": (0,),
     "gettext": (0,),
     "gettext_lazy": (0,),
     "gettext_noop": (0,),
@@ -107,6 +108,8 @@ _MARKERS: dict[str, tuple[int, ...]] = {
     "npgettext": (1, 2),
     "npgettext_lazy": (1, 2),
 }
+#: Those that translate when called, in the language active then.
+_EAGER = {"gettext", "ngettext", "pgettext", "npgettext"}
 
 
 def _built_at_run_time(node: ast.expr) -> str | None:
@@ -123,22 +126,91 @@ def _built_at_run_time(node: ast.expr) -> str | None:
     return None
 
 
+class _Pitfalls(ast.NodeVisitor):
+    """The marked strings of one module that no catalogue entry can match or that are translated once, at
+    import, in the language active then (English): ``(line, what)``."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[int, str]] = []
+        self.names = {"_": "gettext"}  # the usual alias, until an import says which it is
+        self.in_function = 0
+        self.in_fstring = 0
+
+    def marker(self, node: ast.expr) -> str | None:
+        name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+        name = self.names.get(name or "", name)
+        return name if name in _MARKERS else None
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.module == "django.utils.translation":
+            for alias in node.names:
+                self.names[alias.asname or alias.name] = alias.name
+
+    def _function(self, node: ast.AST) -> None:
+        self.in_function += 1
+        self.generic_visit(node)
+        self.in_function -= 1
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _function
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        self.in_fstring += 1
+        self.generic_visit(node)
+        self.in_fstring -= 1
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        # A lazy message formatted at import is formatted (so translated) then, once.
+        if isinstance(node.op, ast.Mod) and not self.in_function and isinstance(node.left, ast.Call):
+            name = self.marker(node.left.func)
+            if name is not None and name not in _EAGER:
+                self.found.append(
+                    (node.lineno, f"{name}() formatted with % at import: translated once, then")
+                )
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        name = self.marker(node.func)
+        if name is not None:
+            for index in _MARKERS[name]:
+                why = _built_at_run_time(node.args[index]) if index < len(node.args) else None
+                if why is not None:
+                    self.found.append((node.lineno, f"{name}() of {why}: no catalogue entry can match it"))
+            if self.in_fstring:
+                self.found.append(
+                    (node.lineno, f"{name}() inside an f-string, where makemessages never looks")
+                )
+            if name in _EAGER and not self.in_function:
+                self.found.append(
+                    (
+                        node.lineno,
+                        f"{name}() at import: translated once, then (use {name}_lazy, or call it later)",
+                    )
+                )
+        elif (
+            isinstance(node.func, ast.Attribute)
+            and node.func.attr == "format"
+            and isinstance(node.func.value, ast.Call)
+            and (lazy := self.marker(node.func.value.func)) is not None
+            and lazy not in _EAGER
+            and not self.in_function
+        ):
+            self.found.append(
+                (node.lineno, f"{lazy}() formatted with .format at import: translated once, then")
+            )
+        self.generic_visit(node)
+
+
 def pitfalls(folder: Path, root: Path = ROOT) -> list[str]:
-    """``file:line: ...`` for each marked message under ``folder`` that is built at run time:
-    ``_(f"...")``, ``gettext("..." % x)``, ``_("..." + x)``, ``ngettext("...".format(...), ...)``."""
+    """``file:line: ...`` for each marked message under ``folder`` that no catalogue entry can match
+    (``_(f"...")``, ``gettext("..." % x)``, ``_("..." + x)``, ``ngettext("...".format(...), ...)``, a
+    ``gettext()`` inside an f-string, which makemessages does not read) or that is translated once, at
+    import (``gettext()`` in a class body, ``gettext_lazy("...") % x`` outside a function)."""
     found = []
     for path in sorted(folder.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
-        for node in sorted(calls, key=lambda call: (call.lineno, call.col_offset)):
-            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
-            for index in _MARKERS.get(name or "", ()):
-                if index >= len(node.args):
-                    continue
-                why = _built_at_run_time(node.args[index])
-                if why is not None:
-                    where = path.relative_to(root) if path.is_relative_to(root) else path
-                    found.append(f"{where}:{node.lineno}: {name}() of {why}: no catalogue entry can match it")
+        visitor = _Pitfalls()
+        visitor.visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+        where = path.relative_to(root) if path.is_relative_to(root) else path
+        found += [f"{where}:{line}: {what}" for line, what in sorted(visitor.found)]
     return found
 
 

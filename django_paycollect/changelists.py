@@ -29,7 +29,7 @@ from django.utils.translation import gettext_lazy as _
 from .client import OPERATIONS, errors
 from .conf import paycollect_settings
 from .ids import canonical_uuid, looks_like_uuid
-from .models import Transaction
+from .models import ApiCall, Transaction
 
 #: Rows a changelist counts at most; past it the page says "more than" this number.
 COUNT_LIMIT = 10_000
@@ -146,7 +146,7 @@ class CommunityFilter(FixedChoicesFilter):
 
 
 class OperationFilter(FixedChoicesFilter):
-    """By operation: the client's ten operations."""
+    """By operation: the client's ten operations, in words."""
 
     title = _("operation")
     parameter_name = "operation__exact"
@@ -154,7 +154,7 @@ class OperationFilter(FixedChoicesFilter):
     offer_other = True
 
     def choices_of(self, request: HttpRequest) -> list[tuple[str, Any]]:
-        return [(name, name.replace("_", " ")) for name in OPERATIONS]
+        return [(name, ApiCall.OPERATION_LABELS.get(name, name)) for name in OPERATIONS]
 
 
 def _error_classes() -> list[str]:

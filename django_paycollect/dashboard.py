@@ -66,10 +66,10 @@ class DashboardForm(forms.Form):
     days = forms.TypedChoiceField(
         label=_("Period"),
         coerce=int,
-        choices=[
+        choices=lambda: [
             (days, ngettext("last %(days)d day", "last %(days)d days", days) % {"days": days})
             for days in reporting.PERIODS
-        ],
+        ],  # worded when shown, in the language of the request
     )
 
     def __init__(self, data: Any = None) -> None:

@@ -72,12 +72,13 @@ class CommunityForm(CommunityModelForm):
         super().__init__(*args, **kwargs)
         community = self.instance
         keep = gettext("Leave blank to keep what is stored.")
+        shape = gettext("As username:password; only dashboard statistics needs them.")
         self.fields[
             "api_key"
         ].help_text = f"{stored_secret_text(community.api_key_last4, community.api_key_encrypted)} {keep}"
         self.fields["basic_credentials"].help_text = (
             f"{stored_secret_text(community.basic_credentials_last4, community.basic_credentials_encrypted)}"
-            f" {gettext('As username:password; only dashboard statistics needs them.')} {keep}"
+            f" {shape} {keep}"
         )
 
     def clean_basic_credentials(self) -> str:
@@ -254,11 +255,6 @@ class DirectOrderForm(forms.Form):
         label=_("Custom fields asked of the customer"),
         required=False,
         widget=widgets.AdminTextareaWidget(attrs={"rows": 4}),
-        help_text=_(
-            "One per line: label | type | required or optional | choices (comma-separated, "
-            "DROPDOWNLIST only). Types: %(types)s. Example: Size | DROPDOWNLIST | required | S, M, L"
-        )
-        % {"types": ", ".join(CUSTOM_FIELD_TYPES)},
     )
     tags = forms.CharField(
         label=_("Tags"),
@@ -305,6 +301,11 @@ class DirectOrderForm(forms.Form):
         field.choices = community_choices()
         if paycollect_settings.COMMUNITY_ID:
             field.initial = paycollect_settings.COMMUNITY_ID
+        # Worded here, in the language of the request (a lazy text formatted in the class is fixed at import).
+        self.fields["custom_fields"].help_text = gettext(
+            "One per line: label | type | required or optional | choices (comma-separated, "
+            "DROPDOWNLIST only). Types: %(types)s. Example: Size | DROPDOWNLIST | required | S, M, L"
+        ) % {"types": ", ".join(CUSTOM_FIELD_TYPES)}
 
     def clean_payment_methods(self) -> list[str]:
         methods = [m.strip() for m in self.cleaned_data["payment_methods"].split(",") if m.strip()]

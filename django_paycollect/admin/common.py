@@ -17,7 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
-from django.utils.translation import gettext
+from django.utils.translation import gettext, ngettext
 
 from ..changelists import CappedCountPaginator, ScalableChangeList, exact_search
 from ..exceptions import ServiceLayerError
@@ -66,28 +66,40 @@ class Outcomes:
 
     def report(self, request: HttpRequest) -> None:
         if self.succeeded:
+            count = len(self.succeeded)
             messages.success(
                 request,
-                gettext("%(title)s: %(count)d succeeded (%(which)s).")
-                % {"title": self.title, "count": len(self.succeeded), "which": _listed(self.succeeded)},
+                ngettext(
+                    "%(title)s: %(count)d succeeded (%(which)s).",
+                    "%(title)s: %(count)d succeeded (%(which)s).",
+                    count,
+                )
+                % {"title": self.title, "count": count, "which": _listed(self.succeeded)},
             )
         if self.unknown:
+            count = len(self.unknown)
             messages.warning(
                 request,
-                gettext(
+                ngettext(
                     "%(title)s: outcome unknown for %(count)d (recorded, never resent; "
-                    "reconciliation will fetch the truth): %(which)s."
+                    "reconciliation will fetch the truth): %(which)s.",
+                    "%(title)s: outcome unknown for %(count)d (recorded, never resent; "
+                    "reconciliation will fetch the truth): %(which)s.",
+                    count,
                 )
-                % {"title": self.title, "count": len(self.unknown), "which": _listed(self.unknown)},
+                % {"title": self.title, "count": count, "which": _listed(self.unknown)},
             )
         for note in self.notes:
             messages.warning(request, note)
         if self.failed:
+            count = len(self.failed)
             listed = _listed([f"{label}: {why}" for label, why in self.failed], separator="; ")
             messages.error(
                 request,
-                gettext("%(title)s: %(count)d failed. %(which)s")
-                % {"title": self.title, "count": len(self.failed), "which": listed},
+                ngettext(
+                    "%(title)s: %(count)d failed. %(which)s", "%(title)s: %(count)d failed. %(which)s", count
+                )
+                % {"title": self.title, "count": count, "which": listed},
             )
 
 

@@ -34,7 +34,7 @@ from .common import (
 class ApiCallAdmin(PayCollectAdmin[ApiCall]):
     list_display = (
         "created_at",
-        "operation",
+        "operation_display",
         "community_id",
         "method",
         "path",
@@ -69,7 +69,7 @@ class ApiCallAdmin(PayCollectAdmin[ApiCall]):
     )
     fields = readonly_fields = (
         "created_at",
-        "operation",
+        "operation_display",
         "community_id",
         "method",
         "path",
@@ -92,6 +92,10 @@ class ApiCallAdmin(PayCollectAdmin[ApiCall]):
         "next",
         "previous",
     )
+
+    @admin.display(description=_("operation"), ordering="operation")
+    def operation_display(self, obj: ApiCall) -> str:
+        return obj.get_operation_display()
 
     request_body_display = json_display(
         "request_body", _("request body (secrets removed, personal data masked)")

@@ -207,7 +207,7 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
             }
         return str(obj.get_status_display())
 
-    @admin.display(description=_("captured"), ordering="capture_state")
+    @admin.display(description=_("capture"), ordering="capture_state")
     def capture_state_display(self, obj: Transaction) -> str:
         return str(obj.get_capture_state_display())
 

@@ -84,13 +84,17 @@ class Community(models.Model):
     community_id = models.CharField(_("community id"), max_length=100, unique=True)
     name = models.CharField(_("name"), max_length=200, blank=True)
     # Encrypted at rest; shown only as the last four characters.
-    api_key_encrypted = models.TextField(blank=True, editable=False)
-    api_key_last4 = models.CharField(max_length=4, blank=True, editable=False)
-    basic_credentials_encrypted = models.TextField(blank=True, editable=False)
-    basic_credentials_last4 = models.CharField(max_length=4, blank=True, editable=False)
+    api_key_encrypted = models.TextField(_("encrypted API key"), blank=True, editable=False)
+    api_key_last4 = models.CharField(_("end of the API key"), max_length=4, blank=True, editable=False)
+    basic_credentials_encrypted = models.TextField(
+        _("encrypted basic credentials"), blank=True, editable=False
+    )
+    basic_credentials_last4 = models.CharField(
+        _("end of the basic credentials"), max_length=4, blank=True, editable=False
+    )
     variable_amount_id = models.PositiveIntegerField(_("default variable_amount_id"), null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
         verbose_name = _("community")
@@ -202,21 +206,27 @@ class Transaction(models.Model):
     original_amount = models.DecimalField(_("amount without fees"), null=True, blank=True, **MONEY)
     currency = models.CharField(_("currency"), max_length=3, default="EGP")
     total_amount_piasters = models.BigIntegerField(_("total amount in piasters"), null=True, blank=True)
-    payment_for = models.CharField(max_length=40, blank=True)
-    member_id = models.CharField(max_length=100, blank=True)
-    custom_fields = models.JSONField(default=list, blank=True)
-    variable_amount_id = models.PositiveIntegerField(null=True, blank=True)
+    payment_for = models.CharField(_("payment for"), max_length=40, blank=True)
+    member_id = models.CharField(_("member id"), max_length=100, blank=True)
+    custom_fields = models.JSONField(_("custom fields"), default=list, blank=True)
+    variable_amount_id = models.PositiveIntegerField(_("variable amount id"), null=True, blank=True)
     pay_using = models.CharField(_("payment method"), max_length=40, blank=True)
-    promocode_id = models.PositiveIntegerField(null=True, blank=True)
-    iframe_url = models.URLField(max_length=2000, blank=True)
+    promocode_id = models.PositiveIntegerField(_("promocode id"), null=True, blank=True)
+    iframe_url = models.URLField(_("payment page URL"), max_length=2000, blank=True)
     bill_reference = models.CharField(_("kiosk bill reference"), max_length=64, blank=True)
-    kiosk_message = models.TextField(blank=True)
-    customer_name = models.CharField(max_length=200, blank=True)
-    customer_email = models.EmailField(blank=True, db_index=True)
-    customer_phone = models.CharField(max_length=32, blank=True)
+    kiosk_message = models.TextField(_("kiosk message"), blank=True)
+    customer_name = models.CharField(_("customer name"), max_length=200, blank=True)
+    customer_email = models.EmailField(_("customer e-mail"), blank=True, db_index=True)
+    customer_phone = models.CharField(_("customer phone"), max_length=32, blank=True)
     merchant_reference = models.CharField(_("merchant reference"), max_length=200, blank=True, db_index=True)
-    content_type = models.ForeignKey(ContentType, null=True, blank=True, on_delete=models.SET_NULL)
-    object_id = models.CharField(max_length=64, blank=True)
+    content_type = models.ForeignKey(
+        ContentType,
+        verbose_name=_("merchant object type"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+    )
+    object_id = models.CharField(_("merchant object id"), max_length=64, blank=True)
     #: The user the payment belongs to, set when it is started for one (the REST API's payments).
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -227,32 +237,49 @@ class Transaction(models.Model):
         related_name="paycollect_transactions",
     )
     merchant_object = GenericForeignKey("content_type", "object_id")
-    capture_state = models.CharField(max_length=10, choices=CAPTURE_CHOICES, default=CAPTURE_NONE, blank=True)
-    captured_amount = models.DecimalField(default=ZERO, **MONEY)
-    captured_at = models.DateTimeField(null=True, blank=True)
-    captured_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    capture_state = models.CharField(
+        _("capture"), max_length=10, choices=CAPTURE_CHOICES, default=CAPTURE_NONE, blank=True
     )
-    refunded_amount = models.DecimalField(default=ZERO, **MONEY)
+    captured_amount = models.DecimalField(_("captured amount"), default=ZERO, **MONEY)
+    captured_at = models.DateTimeField(_("captured at"), null=True, blank=True)
+    captured_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("captured by"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    refunded_amount = models.DecimalField(_("refunded amount"), default=ZERO, **MONEY)
     outcome_unknown = models.BooleanField(_("outcome unknown"), default=False, db_index=True)
-    amount_mismatch = models.BooleanField(default=False)
-    last_error = models.TextField(blank=True)
+    amount_mismatch = models.BooleanField(_("amount mismatch"), default=False)
+    last_error = models.TextField(_("last error"), blank=True)
     raw = models.JSONField(_("last fetched object"), null=True, blank=True)
-    last_synced_at = models.DateTimeField(null=True, blank=True)
+    last_synced_at = models.DateTimeField(_("last synced at"), null=True, blank=True)
     #: When the last fetch whose answer was applied was sent: it answers every callback queued before.
     fetch_sent_at = models.DateTimeField(_("last fetch sent at"), null=True, blank=True)
     direct_order = models.ForeignKey(
-        "DirectOrder", null=True, blank=True, on_delete=models.PROTECT, related_name="transactions"
+        "DirectOrder",
+        verbose_name=_("direct order"),
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="transactions",
     )
     series = models.ForeignKey(
-        "RecurringSeries", null=True, blank=True, on_delete=models.PROTECT, related_name="charges"
+        "RecurringSeries",
+        verbose_name=_("recurring series"),
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="charges",
     )
     parent_uuid = CanonicalUuidField(_("parent transaction uuid"), max_length=64, blank=True, db_index=True)
     transaction_order = models.IntegerField(_("order within the series"), null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, db_index=True)
     #: When the status became SUCCESSFUL here (``services.apply_status``): the day money came in.
     succeeded_at = models.DateTimeField(_("successful since"), null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     objects = TransactionQuerySet.as_manager()
 
@@ -317,7 +344,7 @@ class Transaction(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.uuid or f"transaction #{self.pk} (not started)"
+        return self.uuid or gettext("transaction #%(pk)s (not started)") % {"pk": self.pk}
 
     @property
     def refundable_amount(self) -> Decimal:
@@ -365,37 +392,37 @@ class Transaction(models.Model):
 class TransactionStatusChange(models.Model):
     """Every change of a transaction's status, with what caused it."""
 
-    transaction = models.ForeignKey(Transaction, on_delete=models.CASCADE, related_name="status_changes")
-    from_status = models.CharField(max_length=16)
-    to_status = models.CharField(max_length=16)
-    service_status = models.CharField(max_length=64, blank=True)
-    source = models.CharField(max_length=32)
-    at = models.DateTimeField(default=timezone.now)
+    class Source(models.TextChoices):
+        """What caused the change."""
 
-    #: What ``source`` says caused the change, in words.
-    SOURCE_LABELS = {
-        "pay": _("pay"),
-        "sync": _("sync"),
-        "callback": _("callback"),
-        "return": _("customer's return"),
-        "admin": _("admin"),
-        "reconcile": _("reconciliation"),
-    }
+        PAY = "pay", _("pay")
+        SYNC = "sync", _("sync")
+        CALLBACK = "callback", _("callback")
+        RETURN = "return", _("customer's return")
+        ADMIN = "admin", _("admin")
+        RECONCILE = "reconcile", _("reconciliation")
+
+    transaction = models.ForeignKey(
+        Transaction, verbose_name=_("transaction"), on_delete=models.CASCADE, related_name="status_changes"
+    )
+    # The choices only word the values (get_*_display): a value outside them is shown as it is.
+    from_status = models.CharField(_("from status"), max_length=16, choices=Transaction.STATUS_CHOICES)
+    to_status = models.CharField(_("to status"), max_length=16, choices=Transaction.STATUS_CHOICES)
+    service_status = models.CharField(_("status reported by the service"), max_length=64, blank=True)
+    source = models.CharField(_("caused by"), max_length=32, choices=Source.choices)
+    at = models.DateTimeField(_("at"), default=timezone.now)
 
     class Meta:
+        verbose_name = _("status change")
+        verbose_name_plural = _("status changes")
         ordering = ["at", "pk"]
 
     def __str__(self) -> str:
-        return f"{self.from_status} -> {self.to_status} ({self.source})"
-
-    def get_from_status_display(self) -> str:
-        return str(dict(Transaction.STATUS_CHOICES).get(self.from_status, self.from_status))
-
-    def get_to_status_display(self) -> str:
-        return str(dict(Transaction.STATUS_CHOICES).get(self.to_status, self.to_status))
-
-    def get_source_display(self) -> str:
-        return str(self.SOURCE_LABELS.get(self.source, self.source))
+        return gettext("%(before)s → %(after)s (%(source)s)") % {
+            "before": self.get_from_status_display(),
+            "after": self.get_to_status_display(),
+            "source": self.get_source_display(),
+        }
 
 
 class Refund(models.Model):
@@ -412,16 +439,22 @@ class Refund(models.Model):
     #: States whose money may have left although not yet counted in ``refunded_amount``.
     IN_FLIGHT_STATES = (PENDING, UNKNOWN)
 
-    transaction = models.ForeignKey(Transaction, on_delete=models.PROTECT, related_name="refunds")
-    amount = models.DecimalField(**MONEY)
-    state = models.CharField(max_length=10, choices=STATE_CHOICES, default=PENDING, db_index=True)
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    transaction = models.ForeignKey(
+        Transaction, verbose_name=_("transaction"), on_delete=models.PROTECT, related_name="refunds"
     )
-    service_message = models.TextField(blank=True)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
-    completed_at = models.DateTimeField(null=True, blank=True)
+    amount = models.DecimalField(_("amount"), **MONEY)
+    state = models.CharField(_("state"), max_length=10, choices=STATE_CHOICES, default=PENDING, db_index=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("requested by"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+    )
+    service_message = models.TextField(_("service's message"), blank=True)
+    error = models.TextField(_("error"), blank=True)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, db_index=True)
+    completed_at = models.DateTimeField(_("completed at"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("refund")
@@ -433,7 +466,11 @@ class Refund(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"refund {self.amount} of {self.transaction_id} ({self.state})"
+        return gettext("refund %(amount)s of transaction #%(transaction)s (%(state)s)") % {
+            "amount": self.amount,
+            "transaction": self.transaction_id,
+            "state": self.get_state_display(),
+        }
 
 
 def json_safe(value: Any) -> Any:

@@ -49,40 +49,50 @@ class DirectOrder(models.Model):
     #: Of those, the optional ones: sent only when set (blank, False or empty ones are left out).
     SENT_WHEN_SET = SPEC_FIELDS[SPEC_FIELDS.index("customer_title") :]
 
-    community_id = models.CharField(max_length=100, db_index=True)
-    state = models.CharField(max_length=10, choices=STATE_CHOICES, default=NEW, db_index=True)
+    community_id = models.CharField(_("community id"), max_length=100, db_index=True)
+    state = models.CharField(_("state"), max_length=10, choices=STATE_CHOICES, default=NEW, db_index=True)
     name = models.CharField(_("order name"), max_length=200)
-    amount = models.DecimalField(**MONEY)
-    currency = models.CharField(max_length=3, default="EGP")
-    discount_amount = models.DecimalField(null=True, blank=True, **MONEY)
-    discount_currency = models.CharField(max_length=3, blank=True)
-    vat_percentage = models.DecimalField(max_digits=5, decimal_places=2, null=True, blank=True)
-    payment_methods = models.JSONField(default=list)
-    customer_name = models.CharField(max_length=200)
-    customer_email = models.EmailField(db_index=True)
-    customer_mobile = models.CharField(max_length=32)
-    customer_title = models.CharField(max_length=100, blank=True)
-    address = models.CharField(max_length=300, blank=True)
-    order_description = models.TextField(blank=True)
+    amount = models.DecimalField(_("amount"), **MONEY)
+    currency = models.CharField(_("currency"), max_length=3, default="EGP")
+    discount_amount = models.DecimalField(_("discount"), null=True, blank=True, **MONEY)
+    discount_currency = models.CharField(_("discount currency"), max_length=3, blank=True)
+    vat_percentage = models.DecimalField(
+        _("VAT percentage"), max_digits=5, decimal_places=2, null=True, blank=True
+    )
+    payment_methods = models.JSONField(_("payment methods"), default=list)
+    customer_name = models.CharField(_("customer name"), max_length=200)
+    customer_email = models.EmailField(_("customer e-mail"), db_index=True)
+    customer_mobile = models.CharField(_("customer mobile"), max_length=32)
+    customer_title = models.CharField(_("customer title"), max_length=100, blank=True)
+    address = models.CharField(_("billing address"), max_length=300, blank=True)
+    order_description = models.TextField(_("order description"), blank=True)
     custom_fields = models.JSONField(_("custom field definitions"), default=list, blank=True)
-    tags = models.JSONField(default=list, blank=True)
-    allow_recurring_payments = models.BooleanField(default=False)
-    expiry_date = models.DateField(null=True, blank=True)
-    minimum_days_between_payments = models.PositiveIntegerField(null=True, blank=True)
-    send_by_email = models.BooleanField(default=False)
-    cc_email = models.EmailField(blank=True)
-    send_by_sms = models.BooleanField(default=False)
-    redirect_url = models.URLField(max_length=2000, blank=True)
-    callback_url = models.URLField(max_length=2000, blank=True)
+    tags = models.JSONField(_("tags"), default=list, blank=True)
+    allow_recurring_payments = models.BooleanField(_("recurring order"), default=False)
+    expiry_date = models.DateField(_("recurring until"), null=True, blank=True)
+    minimum_days_between_payments = models.PositiveIntegerField(
+        _("minimum days between payments"), null=True, blank=True
+    )
+    send_by_email = models.BooleanField(_("link sent by e-mail"), default=False)
+    cc_email = models.EmailField(_("CC e-mail"), blank=True)
+    send_by_sms = models.BooleanField(_("link sent by SMS"), default=False)
+    redirect_url = models.URLField(_("redirect URL"), max_length=2000, blank=True)
+    callback_url = models.URLField(_("callback URL"), max_length=2000, blank=True)
     paid = models.BooleanField(_("first payment marked paid"), default=False)
     payment_id = models.CharField(_("service's order id"), max_length=100, blank=True, db_index=True)
-    payment_link = models.URLField(max_length=2000, blank=True)
-    service_message = models.TextField(blank=True)
-    merchant_reference = models.CharField(max_length=200, blank=True, db_index=True)
-    raw = models.JSONField(null=True, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    payment_link = models.URLField(_("payment link"), max_length=2000, blank=True)
+    service_message = models.TextField(_("service's message"), blank=True)
+    merchant_reference = models.CharField(_("merchant reference"), max_length=200, blank=True, db_index=True)
+    raw = models.JSONField(_("service's answer"), null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("created by"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+    )
+    created_at = models.DateTimeField(_("created at"), default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
         verbose_name = _("direct order")
@@ -114,21 +124,34 @@ class RecurringSeries(models.Model):
 
     parent_uuid = CanonicalUuidField(_("parent transaction uuid"), max_length=64, unique=True)
     parent_transaction = models.OneToOneField(
-        Transaction, null=True, blank=True, on_delete=models.PROTECT, related_name="series_as_parent"
+        Transaction,
+        verbose_name=_("parent transaction"),
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="series_as_parent",
     )
-    community_id = models.CharField(max_length=100, db_index=True)
-    expiry_date = models.DateField(null=True, blank=True)
-    minimum_days_between_payments = models.PositiveIntegerField(null=True, blank=True)
-    active = models.BooleanField(default=True, db_index=True)
-    recurring_count = models.PositiveIntegerField(default=0)
-    cancel_state = models.CharField(max_length=10, choices=CANCEL_CHOICES, default=CANCEL_NONE, blank=True)
-    cancelled_at = models.DateTimeField(null=True, blank=True)
+    community_id = models.CharField(_("community id"), max_length=100, db_index=True)
+    expiry_date = models.DateField(_("recurring until"), null=True, blank=True)
+    minimum_days_between_payments = models.PositiveIntegerField(
+        _("minimum days between payments"), null=True, blank=True
+    )
+    active = models.BooleanField(_("active"), default=True, db_index=True)
+    recurring_count = models.PositiveIntegerField(_("renewals charged"), default=0)
+    cancel_state = models.CharField(
+        _("cancellation"), max_length=10, choices=CANCEL_CHOICES, default=CANCEL_NONE, blank=True
+    )
+    cancelled_at = models.DateTimeField(_("cancelled at"), null=True, blank=True)
     cancelled_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("cancelled by"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
     )
-    raw = models.JSONField(null=True, blank=True)
-    last_synced_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    raw = models.JSONField(_("as the service last said"), null=True, blank=True)
+    last_synced_at = models.DateTimeField(_("last synced at"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
 
     class Meta:
         verbose_name = _("recurring series")
@@ -139,7 +162,7 @@ class RecurringSeries(models.Model):
         indexes = [models.Index(fields=["created_at"], name="paycollect_series_created")]
 
     def __str__(self) -> str:
-        return f"series {self.parent_uuid}"
+        return gettext("series %(uuid)s") % {"uuid": self.parent_uuid}
 
     def cancel_refusal(self) -> tuple[str, str] | None:
         """Why cancelling this series is refused before anything is sent, as (field, message), or None:

@@ -8,6 +8,7 @@ import datetime as dt
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from . import MONEY, CanonicalUuidField, DirectOrder, RecurringSeries, Refund, Transaction
@@ -16,40 +17,74 @@ from . import MONEY, CanonicalUuidField, DirectOrder, RecurringSeries, Refund, T
 class ApiCall(models.Model):
     """One call of the client, whatever its outcome: what was sent (no secrets, PII masked) and the answer."""
 
-    operation = models.CharField(max_length=32, db_index=True)
-    community_id = models.CharField(max_length=100, blank=True, db_index=True)
-    method = models.CharField(max_length=8)
-    path = models.CharField(max_length=500)
-    request_body = models.JSONField(null=True, blank=True)
-    sent = models.BooleanField(default=True)
-    http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    #: The client's operations (``client.OPERATIONS``, whose names ``operation`` holds), in words.
+    OPERATION_LABELS = {
+        "prepare_amount": _("prepare amount"),
+        "pay": _("pay"),
+        "get_transaction": _("fetch transaction"),
+        "capture": _("capture"),
+        "refund": _("refund"),
+        "cancel_recurring": _("cancel recurring"),
+        "validate_promocode": _("validate promocode"),
+        "create_community": _("create community"),
+        "dashboard_statistics": _("dashboard statistics"),
+        "create_direct_order": _("create direct order"),
+    }
+
+    operation = models.CharField(_("operation"), max_length=32, db_index=True)
+    community_id = models.CharField(_("community id"), max_length=100, blank=True, db_index=True)
+    method = models.CharField(_("HTTP method"), max_length=8)
+    path = models.CharField(_("path"), max_length=500)
+    request_body = models.JSONField(_("request body"), null=True, blank=True)
+    sent = models.BooleanField(_("sent"), default=True)
+    http_status = models.PositiveSmallIntegerField(_("HTTP status"), null=True, blank=True)
     code = models.IntegerField(_("envelope status.code"), null=True, blank=True)
-    message = models.TextField(blank=True)
-    errors = models.JSONField(default=list, blank=True)
-    data = models.JSONField(null=True, blank=True)
-    count = models.IntegerField(null=True, blank=True)
-    next = models.TextField(blank=True)
-    previous = models.TextField(blank=True)
-    error_class = models.CharField(max_length=64, blank=True, db_index=True)
-    error_message = models.TextField(blank=True)
-    body_excerpt = models.TextField(blank=True)
-    outcome_unknown = models.BooleanField(default=False)
-    duration_ms = models.PositiveIntegerField(null=True, blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
+    message = models.TextField(_("service's message"), blank=True)
+    errors = models.JSONField(_("errors"), default=list, blank=True)
+    data = models.JSONField(_("data"), null=True, blank=True)
+    count = models.IntegerField(_("count"), null=True, blank=True)
+    next = models.TextField(_("next page"), blank=True)
+    previous = models.TextField(_("previous page"), blank=True)
+    error_class = models.CharField(_("error class"), max_length=64, blank=True, db_index=True)
+    error_message = models.TextField(_("error message"), blank=True)
+    body_excerpt = models.TextField(_("answer's excerpt"), blank=True)
+    outcome_unknown = models.BooleanField(_("outcome unknown"), default=False)
+    duration_ms = models.PositiveIntegerField(_("duration (ms)"), null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
     task_id = models.CharField(_("Celery task id"), max_length=255, blank=True, db_index=True)
     transaction = models.ForeignKey(
-        Transaction, null=True, blank=True, on_delete=models.SET_NULL, related_name="api_calls"
+        Transaction,
+        verbose_name=_("transaction"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="api_calls",
     )
     direct_order = models.ForeignKey(
-        DirectOrder, null=True, blank=True, on_delete=models.SET_NULL, related_name="api_calls"
+        DirectOrder,
+        verbose_name=_("direct order"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="api_calls",
     )
     refund = models.ForeignKey(
-        Refund, null=True, blank=True, on_delete=models.SET_NULL, related_name="api_calls"
+        Refund,
+        verbose_name=_("refund"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="api_calls",
     )
     series = models.ForeignKey(
-        RecurringSeries, null=True, blank=True, on_delete=models.SET_NULL, related_name="api_calls"
+        RecurringSeries,
+        verbose_name=_("recurring series"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="api_calls",
     )
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    created_at = models.DateTimeField(_("called at"), default=timezone.now, db_index=True)
 
     class Meta:
         verbose_name = _("API call")
@@ -62,32 +97,42 @@ class ApiCall(models.Model):
         ]
 
     def __str__(self) -> str:
-        outcome = self.error_class or str(self.http_status)
-        return f"{self.operation} {outcome} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+        return gettext("%(operation)s: %(outcome)s, at %(at)s") % {
+            "operation": self.get_operation_display(),
+            "outcome": self.error_class or self.http_status,
+            "at": f"{self.created_at:%Y-%m-%d %H:%M:%S}",
+        }
 
     @property
     def succeeded(self) -> bool:
         return not self.error_class
 
+    def get_operation_display(self) -> str:
+        return str(self.OPERATION_LABELS.get(self.operation, self.operation))
+
 
 class StatisticsSnapshot(models.Model):
     """A community's dashboard statistics at a time."""
 
-    community_id = models.CharField(max_length=100, db_index=True)
-    taken_at = models.DateTimeField(default=timezone.now, db_index=True)
-    balance = models.DecimalField(null=True, **MONEY)
-    total_settled = models.DecimalField(null=True, **MONEY)
-    total_number_of_transactions = models.BigIntegerField(null=True)
-    total_collected_transactions = models.DecimalField(null=True, **MONEY)
-    weekly_collected_transactions = models.DecimalField(null=True, **MONEY)
-    raw = models.JSONField(null=True)
+    community_id = models.CharField(_("community id"), max_length=100, db_index=True)
+    taken_at = models.DateTimeField(_("taken at"), default=timezone.now, db_index=True)
+    balance = models.DecimalField(_("balance"), null=True, **MONEY)
+    total_settled = models.DecimalField(_("total settled"), null=True, **MONEY)
+    total_number_of_transactions = models.BigIntegerField(_("number of transactions"), null=True)
+    total_collected_transactions = models.DecimalField(_("total collected"), null=True, **MONEY)
+    weekly_collected_transactions = models.DecimalField(_("collected this week"), null=True, **MONEY)
+    raw = models.JSONField(_("as the service answered"), null=True)
 
     class Meta:
         verbose_name = _("statistics snapshot")
+        verbose_name_plural = _("statistics snapshots")
         ordering = ["-taken_at", "-pk"]
 
     def __str__(self) -> str:
-        return f"{self.community_id} at {self.taken_at:%Y-%m-%d %H:%M}"
+        return gettext("%(community)s at %(at)s") % {
+            "community": self.community_id,
+            "at": f"{self.taken_at:%Y-%m-%d %H:%M}",
+        }
 
 
 class ReceivedCallback(models.Model):
@@ -121,48 +166,60 @@ class ReceivedCallback(models.Model):
     WAITING_STATES = (RECEIVED, QUEUED)
     STATE_CHOICES = State.choices
 
-    received_at = models.DateTimeField(default=timezone.now, db_index=True)
-    state = models.CharField(max_length=10, choices=STATE_CHOICES, default=RECEIVED, db_index=True)
+    received_at = models.DateTimeField(_("received at"), default=timezone.now, db_index=True)
+    state = models.CharField(
+        _("state"), max_length=10, choices=STATE_CHOICES, default=RECEIVED, db_index=True
+    )
     #: Position of the matching token in PAYCOLLECT["CALLBACK_TOKENS"] (never the token itself).
-    token_index = models.PositiveSmallIntegerField(null=True, blank=True)
-    remote_addr = models.GenericIPAddressField(null=True, blank=True)
-    headers = models.JSONField(default=dict, blank=True)
-    body = models.TextField(blank=True)
-    invalid_reason = models.TextField(blank=True)
+    token_index = models.PositiveSmallIntegerField(_("token"), null=True, blank=True)
+    remote_addr = models.GenericIPAddressField(_("sender's address"), null=True, blank=True)
+    headers = models.JSONField(_("headers"), default=dict, blank=True)
+    body = models.TextField(_("body"), blank=True)
+    invalid_reason = models.TextField(_("why it is invalid"), blank=True)
     # What the body claims; never applied as such.
-    transaction_uuid = CanonicalUuidField(max_length=64, blank=True, db_index=True)
-    claimed_status = models.CharField(max_length=64, blank=True)
-    payment_id = models.CharField(max_length=100, blank=True)
-    merchant_id = models.CharField(max_length=100, blank=True)
-    member_id = models.CharField(max_length=100, blank=True)
-    total_amount = models.DecimalField(null=True, blank=True, **MONEY)
-    total_amount_piasters = models.BigIntegerField(null=True, blank=True)
-    is_sub_payment = models.BooleanField(null=True, blank=True)
-    parent_transaction = CanonicalUuidField(max_length=64, blank=True)
-    message = models.TextField(blank=True)
-    custom_fields = models.JSONField(default=dict, blank=True)
+    transaction_uuid = CanonicalUuidField(_("transaction uuid"), max_length=64, blank=True, db_index=True)
+    claimed_status = models.CharField(_("claimed status"), max_length=64, blank=True)
+    payment_id = models.CharField(_("payment id"), max_length=100, blank=True)
+    merchant_id = models.CharField(_("merchant id"), max_length=100, blank=True)
+    member_id = models.CharField(_("member id"), max_length=100, blank=True)
+    total_amount = models.DecimalField(_("total amount"), null=True, blank=True, **MONEY)
+    total_amount_piasters = models.BigIntegerField(_("total amount in piasters"), null=True, blank=True)
+    is_sub_payment = models.BooleanField(_("renewal charge"), null=True, blank=True)
+    parent_transaction = CanonicalUuidField(_("parent transaction uuid"), max_length=64, blank=True)
+    message = models.TextField(_("message"), blank=True)
+    custom_fields = models.JSONField(_("custom fields"), default=dict, blank=True)
     #: Hints the body sent malformed, ``{"recurring.parent_transaction": [messages]}``: stored as not sent.
     hint_errors = models.JSONField(_("malformed hints"), default=dict, blank=True)
     #: "<uuid>|<claimed status>" on the first delivery only; a unique index makes redeliveries duplicates.
-    dedupe_key = models.CharField(max_length=200, null=True, blank=True, unique=True)
+    dedupe_key = models.CharField(_("duplicates key"), max_length=200, null=True, blank=True, unique=True)
     duplicate_of = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "self",
+        verbose_name=_("duplicate of"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
     transaction = models.ForeignKey(
-        Transaction, null=True, blank=True, on_delete=models.SET_NULL, related_name="callbacks"
+        Transaction,
+        verbose_name=_("transaction"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="callbacks",
     )
-    attempts = models.PositiveSmallIntegerField(default=0)
-    task_id = models.CharField(max_length=255, blank=True)
+    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
+    task_id = models.CharField(_("Celery task id"), max_length=255, blank=True)
     #: When verification was last asked for (arrival, a redelivery, "verify again", the sweep): a fetch
     #: of the transaction sent after this answers the callback. None on older rows: ``received_at``.
     queued_at = models.DateTimeField(_("verification asked at"), null=True, blank=True)
     #: When a worker should be verifying it (queued now, or a retry due later). A received or queued
     #: callback past this by ``CALLBACK_REQUEUE_AFTER`` is stuck, and the sweep queues it again.
     next_attempt_at = models.DateTimeField(_("next attempt due at"), null=True, blank=True)
-    processed_at = models.DateTimeField(null=True, blank=True)
+    processed_at = models.DateTimeField(_("processed at"), null=True, blank=True)
     outcome = models.TextField(_("processing result"), blank=True)
-    error = models.TextField(blank=True)
-    traceback = models.TextField(blank=True)
+    error = models.TextField(_("error"), blank=True)
+    traceback = models.TextField(_("traceback"), blank=True)
 
     class Meta:
         verbose_name = _("received callback")
@@ -178,7 +235,11 @@ class ReceivedCallback(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"callback {self.transaction_uuid or '?'} {self.claimed_status or ''} ({self.state})"
+        return gettext("callback %(uuid)s %(status)s (%(state)s)") % {
+            "uuid": self.transaction_uuid or "?",
+            "status": self.claimed_status,
+            "state": self.get_state_display(),
+        }
 
     @property
     def waiting_since(self) -> dt.datetime | None:
@@ -218,12 +279,13 @@ class FetchMark(models.Model):
 
     uuid = CanonicalUuidField(_("transaction uuid"), max_length=64, unique=True)
     #: The last time a verification took the right to fetch this uuid.
-    claimed_at = models.DateTimeField(null=True, blank=True)
+    claimed_at = models.DateTimeField(_("last fetch claimed at"), null=True, blank=True)
     #: When a fetch that the service answered "not found" (404) was sent.
-    not_found_at = models.DateTimeField(null=True, blank=True)
+    not_found_at = models.DateTimeField(_("not found by the fetch sent at"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("fetch mark")
+        verbose_name_plural = _("fetch marks")
 
     def __str__(self) -> str:
-        return f"fetch mark of {self.uuid}"
+        return gettext("fetch mark of %(uuid)s") % {"uuid": self.uuid}

@@ -105,26 +105,39 @@ def test_without_gettext_compile_writes_every_catalogue(monkeypatch, tmp_path):
 def test_the_check_names_each_marked_string_built_at_run_time_by_file_and_line(tmp_path):
     source = tmp_path / "views.py"
     source.write_text(
-        "from django.utils.translation import gettext, gettext_lazy, ngettext, pgettext\n"
-        "from django.utils.translation import gettext as _\n"
-        "fine = _('Paid %(amount)s') % {'amount': 1}\n"
-        "also_fine = ngettext('%(n)d day', '%(n)d days', n) % {'n': n}\n"
-        "in_context = pgettext('money', 'Paid')\n"
-        "a = _(f'Paid {amount}')\n"
-        "b = gettext('Paid %s' % amount)\n"
-        "c = gettext_lazy('Paid ' + amount)\n"
-        "d = ngettext('{} day'.format(n), '%(n)d days', n)\n"
-        "e = ngettext('%(n)d day', f'{n} days', n)\n"
-        "f = pgettext('money', f'Paid {amount}')\n",
+        "from django.utils.translation import gettext, ngettext, pgettext\n"
+        "from django.utils.translation import gettext_lazy as _\n"
+        "LABEL = _('Paid')\n"
+        "def view(amount, n):\n"
+        "    fine = gettext('Paid %(amount)s') % {'amount': amount}\n"
+        "    also_fine = ngettext('%(n)d day', '%(n)d days', n) % {'n': n}\n"
+        "    in_context = pgettext('money', 'Paid')\n"
+        "    lazy_then_formatted = _('Paid %(amount)s') % {'amount': amount}\n"
+        "    a = _(f'Paid {amount}')\n"
+        "    b = gettext('Paid %s' % amount)\n"
+        "    c = _('Paid ' + amount)\n"
+        "    d = ngettext('{} day'.format(n), '%(n)d days', n)\n"
+        "    e = ngettext('%(n)d day', f'{n} days', n)\n"
+        "    f = pgettext('money', f'Paid {amount}')\n"
+        "    g = f'{amount} {gettext(\"Paid\")}'\n"
+        "class Form:\n"
+        "    choices = [ngettext('%(n)d day', '%(n)d days', n) % {'n': n} for n in (1, 7)]\n"
+        "    help = _('Types: %(types)s') % {'types': 'A, B'}\n"
+        "    other = _('Types: {}').format('A, B')\n",
         encoding="utf-8",
     )
     found = messages.pitfalls(tmp_path, root=tmp_path)
-    assert [line.split(": ")[0] for line in found] == [f"views.py:{n}" for n in (6, 7, 8, 9, 10, 11)]
-    assert "views.py:6: _() of an f-string" in found[0]
+    assert [line.split(": ")[0] for line in found] == [
+        f"views.py:{n}" for n in (9, 10, 11, 12, 13, 14, 15, 17, 18, 19)
+    ]
+    assert found[0] == "views.py:9: gettext_lazy() of an f-string: no catalogue entry can match it"
     assert "gettext() of a string formatted with %" in found[1]
     assert "gettext_lazy() of strings joined with +" in found[2]
     assert "ngettext() of a string formatted with .format" in found[3]
-    assert all("no catalogue entry can match it" in line for line in found)
+    assert "gettext() inside an f-string, where makemessages never looks" in found[6]
+    assert "ngettext() at import: translated once, then" in found[7]
+    assert "gettext_lazy() formatted with % at import" in found[8]
+    assert "gettext_lazy() formatted with .format at import" in found[9]
 
 
 def test_the_sources_mark_no_string_built_at_run_time():
