@@ -14,8 +14,9 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings as django_settings
+from django.utils.translation import gettext_lazy as _
 
-from .exceptions import PayCollectConfigurationError
+from .exceptions import PayCollectConfigurationError, lazy_text
 
 DEFAULTS: dict[str, Any] = {
     # Where the service is. The testing and live environments differ only here (and in the keys).
@@ -120,8 +121,11 @@ class PayCollectSettings:
     def require(self, name: str) -> Any:
         value = getattr(self, name)
         if value in (None, "", [], ()):
-            raise PayCollectConfigurationError(f"settings.PAYCOLLECT['{name}'] is required")
+            raise PayCollectConfigurationError(lazy_text(REQUIRED, name=name))
         return value
 
+
+#: A setting that must be set and is not (staff read it in the admin, in its language).
+REQUIRED = _("settings.PAYCOLLECT['%(name)s'] is required")
 
 paycollect_settings = PayCollectSettings()

@@ -18,17 +18,29 @@ They subclass Django's own where one fits, so Django does the right thing with t
 operation that was sent returns its row instead, whose state says succeeded or unknown; when the service
 refused it, or it never left, the row it left (in its failed state) is the exception's :attr:`record`.
 
+Their ``messages`` are for people, worded when they are read, in the language active then (our own words
+are lazy, :func:`lazy_text`): the admin and the REST API show them in the language of the request, while
+:func:`describe_error` keeps a record in English. The service's own refusals are its words, shown as they
+come.
+
 :class:`ServiceUsageError` is none of these: it is a bug of the caller (a state-changing call inside
 ``transaction.atomic``), and should surface as one.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.core.exceptions import ImproperlyConfigured, ValidationError
+from django.utils import translation
+from django.utils.functional import lazy
+from django.utils.translation import gettext_lazy as _
 
 from .client import PayCollectError
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 __all__ = [
     "NotFound",
@@ -39,7 +51,25 @@ __all__ = [
     "ServiceUsageError",
     "StateConflict",
     "describe_error",
+    "lazy_text",
 ]
+
+#: What a person is told when the service could not be asked (the client's words name hosts and settings).
+UNAVAILABLE_TEXT = _("The payment service cannot be reached; nothing was done. Try again in a moment.")
+
+
+def _formatted(message: Any, params: Mapping[str, Any]) -> str:
+    return str(message) % params if params else str(message)
+
+
+_lazy_formatted = lazy(_formatted, str)
+
+
+def lazy_text(message: StrOrPromise, **params: Any) -> StrOrPromise:
+    """``message`` (marked with ``gettext_lazy``) formatted with ``params`` when it is read, in the language
+    active then: a refusal raised in a task reads in English in its record and in Arabic on an Arabic page.
+    Formatting it at once would fix it in the language of whoever raised it."""
+    return _lazy_formatted(message, params)
 
 
 class ServiceLayerError(Exception):
@@ -114,6 +144,12 @@ class ServiceUnavailable(ServiceLayerError):
         self.retry_after = retry_after
         self.record = record
 
+    @property
+    def messages(self) -> list[str]:
+        # What went wrong is the client's, in its words (``str()``, ``__cause__``, the ApiCall): for people,
+        # that nothing was done and it may work later.
+        return [str(UNAVAILABLE_TEXT)]
+
 
 class ServiceUsageError(RuntimeError):
     """The service layer was called in a way that would put money at risk (e.g. inside atomic)."""
@@ -121,9 +157,13 @@ class ServiceUsageError(RuntimeError):
 
 def describe_error(error: BaseException) -> str:
     """``"<class>: <text>"`` for a record kept for people (a callback's error, a reconciliation finding):
-    the client's error behind a contract error when there is one (``ServerError: ... (HTTP 503)``)."""
+    the client's error behind a contract error when there is one (``ServerError: ... (HTTP 503)``). In
+    English, whatever the language of the request or task that met it: it is a record, not a message."""
     if isinstance(error, ServiceLayerError):
         if isinstance(error.__cause__, PayCollectError):
             return f"{type(error.__cause__).__name__}: {error.__cause__}"
-        return f"{type(error).__name__}: {' '.join(error.messages)}"
-    return f"{type(error).__name__}: {error}"
+        with translation.override(None):
+            text = " ".join(error.messages) if isinstance(error, ValidationError) else str(error)
+        return f"{type(error).__name__}: {text}"
+    with translation.override(None):
+        return f"{type(error).__name__}: {error}"

@@ -20,7 +20,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext, ngettext
 
 from ..changelists import CappedCountPaginator, ScalableChangeList, exact_search
-from ..exceptions import ServiceLayerError
+from ..exceptions import ServiceLayerError, ServiceUnavailable
 from ..models import (
     ZERO,
     Transaction,
@@ -29,6 +29,7 @@ from ..models import (
 if TYPE_CHECKING:
     from django.contrib.admin import ModelAdmin as ModelAdmin
     from django.contrib.admin import TabularInline as TabularInline
+    from django_stubs_ext import StrOrPromise
 else:
     # django-stubs declares these generic; Django's own classes cannot be subscripted at run time.
     class ModelAdmin(admin.ModelAdmin):
@@ -61,8 +62,12 @@ class Outcomes:
         self.notes: list[str] = []
 
     def refused(self, label: str, error: ServiceLayerError) -> None:
-        """An object the service layer did not act on, and why (the error contract's messages)."""
-        self.failed.append((label, " ".join(error.messages)))
+        """An object the service layer did not act on, and why (the error contract's messages, in the
+        request's language; for a service that could not be asked, the client's error by name)."""
+        why = " ".join(error.messages)
+        if isinstance(error, ServiceUnavailable) and error.__cause__ is not None:
+            why = f"{why} ({type(error.__cause__).__name__})"
+        self.failed.append((label, why))
 
     def report(self, request: HttpRequest) -> None:
         if self.succeeded:
@@ -156,7 +161,7 @@ def holding_of(txn: Transaction) -> Decimal:
     return Decimal(holding).quantize(ZERO)
 
 
-def refund_refusal(txn: Transaction) -> str | None:
+def refund_refusal(txn: Transaction) -> StrOrPromise | None:
     """Why the refund page offers no amount for ``txn`` (the service would refuse it), or None."""
     refusal = txn.refund_refusal()
     return refusal[1] if refusal is not None else None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
 from django.contrib.admin import helpers
@@ -22,6 +22,10 @@ from ..models import (
     RecurringSeries,
     Transaction,
 )
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
+
 from .common import (
     Outcomes,
     PayCollectAdmin,
@@ -32,7 +36,7 @@ from .common import (
 )
 
 
-def cancel_refusal(series: RecurringSeries) -> str | None:
+def cancel_refusal(series: RecurringSeries) -> StrOrPromise | None:
     """Why cancelling ``series`` would be refused before anything is sent, or None."""
     refusal = series.cancel_refusal()
     return refusal[1] if refusal is not None else None

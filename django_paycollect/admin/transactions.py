@@ -365,7 +365,7 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
             for txn in candidates:
                 refusal = refusals[txn]
                 if refusal is not None:
-                    outcomes.failed.append((str(txn), refusal))
+                    outcomes.failed.append((str(txn), str(refusal)))
                     continue
                 self._refund_one(request, txn, form.amount_for(txn), refundable[txn], outcomes)
             outcomes.report(request)

@@ -23,12 +23,14 @@ import math
 from typing import Any
 
 from django.core.exceptions import NON_FIELD_ERRORS
+from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
 from ..exceptions import (
+    UNAVAILABLE_TEXT,
     NotFound,
     PayCollectConfigurationError,
     PaymentRefused,
@@ -47,7 +49,6 @@ NOT_FOUND = NotFound.error_code
 SERVICE_UNAVAILABLE = ServiceUnavailable.error_code
 CONFIGURATION = PayCollectConfigurationError.error_code
 
-UNAVAILABLE_TEXT = _("The payment service cannot be reached; nothing was done. Try again in a moment.")
 CONFIGURATION_TEXT = _("Payments are not available right now; the site's staff have been told.")
 
 
@@ -98,8 +99,10 @@ def contract_response(error: Exception) -> Response | None:
             headers=headers,
         )
     if isinstance(error, PayCollectConfigurationError):
-        # The site's fault, not the customer's: told to the logs (and error reporting), not the device.
-        logger.error("REST API: the payments configuration is wrong: %s", error, exc_info=error)
+        # The site's fault, not the customer's: told to the logs (and error reporting), not the device;
+        # in English, as every log line, whatever the request's language.
+        with translation.override(None):
+            logger.error("REST API: the payments configuration is wrong: %s", error, exc_info=error)
         return Response(
             {"code": CONFIGURATION, "detail": str(CONFIGURATION_TEXT)},
             status=status.HTTP_503_SERVICE_UNAVAILABLE,

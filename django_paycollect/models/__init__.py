@@ -24,7 +24,11 @@ from django.utils.translation import gettext_lazy as _
 
 from .. import crypto
 from ..client import KNOWN_TRANSACTION_STATUSES, TransactionStatus
+from ..exceptions import lazy_text
 from ..ids import canonical_uuid
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 MONEY: dict[str, Any] = {"max_digits": 14, "decimal_places": 2}
 ZERO = Decimal("0.00")
@@ -362,30 +366,32 @@ class Transaction(models.Model):
     def is_paid(self) -> bool:
         return self.status == self.SUCCESSFUL
 
-    def refund_refusal(self, refundable: Decimal | None = None) -> tuple[str, str] | None:
+    # The refusals are worded when read (lazy_text): in the language of the page that shows them.
+
+    def refund_refusal(self, refundable: Decimal | None = None) -> tuple[str, StrOrPromise] | None:
         """Why a refund of this transaction is refused before anything is sent, as (field, message), or
         None. The one statement of the rule: ``services.refund`` checks it under the row lock, the admin's
         refund page shows it. ``refundable``: :attr:`refundable_amount`, when the caller has it already."""
         if self.status != self.SUCCESSFUL:
-            message = gettext("Only a successful transaction can be refunded (status %(status)s).")
-            return "transaction", message % {"status": self.status}
+            message = _("Only a successful transaction can be refunded (status %(status)s).")
+            return "transaction", lazy_text(message, status=self.status)
         if (self.refundable_amount if refundable is None else refundable) <= 0:
-            return "amount", gettext("Nothing is left to refund (pending refunds count).")
+            return "amount", _("Nothing is left to refund (pending refunds count).")
         return None
 
-    def refund_limit_message(self, refundable: Decimal) -> str:
+    def refund_limit_message(self, refundable: Decimal) -> StrOrPromise:
         """The refusal of an amount above what is still refundable (the service's and the refund form's)."""
-        message = gettext("At most %(remainder)s %(currency)s can still be refunded.")
-        return message % {"remainder": refundable, "currency": self.currency}
+        message = _("At most %(remainder)s %(currency)s can still be refunded.")
+        return lazy_text(message, remainder=refundable, currency=self.currency)
 
-    def capture_refusal(self) -> tuple[str, str] | None:
+    def capture_refusal(self) -> tuple[str, StrOrPromise] | None:
         """Why capturing this transaction is refused before anything is sent, as (field, message), or None."""
         if self.status != self.SUCCESSFUL:
-            message = gettext("Only a successful transaction can be captured (status %(status)s).")
-            return "transaction", message % {"status": self.status}
+            message = _("Only a successful transaction can be captured (status %(status)s).")
+            return "transaction", lazy_text(message, status=self.status)
         if self.capture_state in (self.CAPTURE_DONE, self.CAPTURE_PENDING, self.CAPTURE_UNKNOWN):
-            message = gettext("Capture already %(state)s.")
-            return "transaction", message % {"state": self.get_capture_state_display()}
+            label = dict(self.CAPTURE_CHOICES)[self.capture_state]
+            return "transaction", lazy_text(_("Capture already %(state)s."), state=label)
         return None
 
 

@@ -3,13 +3,19 @@ series (the payments that repeat from a parent transaction)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from ..exceptions import lazy_text
 from . import MONEY, CanonicalUuidField, Transaction, canonical_unique
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 
 class DirectOrder(models.Model):
@@ -164,9 +170,11 @@ class RecurringSeries(models.Model):
     def __str__(self) -> str:
         return gettext("series %(uuid)s") % {"uuid": self.parent_uuid}
 
-    def cancel_refusal(self) -> tuple[str, str] | None:
+    def cancel_refusal(self) -> tuple[str, StrOrPromise] | None:
         """Why cancelling this series is refused before anything is sent, as (field, message), or None:
-        a cancellation pending or done is not asked again (a failed or unknown one may be)."""
+        a cancellation pending or done is not asked again (a failed or unknown one may be). Worded when
+        read."""
         if self.cancel_state in (self.CANCEL_DONE, self.CANCEL_PENDING):
-            return "series", gettext("Series already %(state)s.") % {"state": self.get_cancel_state_display()}
+            label = dict(self.CANCEL_CHOICES)[self.cancel_state]
+            return "series", lazy_text(_("Series already %(state)s."), state=label)
         return None

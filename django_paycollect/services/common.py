@@ -11,7 +11,7 @@ from typing import Any, TypeVar, overload
 
 from django.db import router, transaction
 from django.db.models import Model
-from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers as drf_serializers
 
 from ..client import (
@@ -21,6 +21,7 @@ from ..client.money import CENT
 from ..exceptions import (
     PaymentRefused,
     ServiceUsageError,
+    lazy_text,
 )
 from ..models import (
     Transaction,
@@ -55,17 +56,23 @@ def money_argument(value: Any, field: str, *, required: bool = True, maximum: bo
     decimals (never rounded away), anything that is not a number, and amounts above the maximum. None
     is refused when ``required``.
     """
+    # Worded when read (lazy_text): in the language of the page or API answer that shows the refusal.
     if value is None:
         if required:
-            raise PaymentRefused({field: ["This field is required."]})
+            raise PaymentRefused({field: [_("This field is required.")]})
         return None
     if isinstance(value, float):
-        problem = (
-            f"Pass amounts as Decimal (e.g. Decimal('12.50')) or decimal text, not the float {value!r}: "
-            "a float cannot hold most amounts exactly."
+        problem = lazy_text(
+            _(
+                "Pass amounts as Decimal (e.g. Decimal('12.50')) or decimal text, not the float %(value)s: "
+                "a float cannot hold most amounts exactly."
+            ),
+            value=repr(value),
         )
     elif isinstance(value, bool) or not isinstance(value, (Decimal, int, str)):
-        problem = f"Pass amounts as Decimal (e.g. Decimal('12.50')), not {type(value).__name__}."
+        problem = lazy_text(
+            _("Pass amounts as Decimal (e.g. Decimal('12.50')), not %(type)s."), type=type(value).__name__
+        )
     else:
         try:
             amount = (
@@ -76,25 +83,29 @@ def money_argument(value: Any, field: str, *, required: bool = True, maximum: bo
         except InvalidOperation:
             amount = None
         if amount is None:
-            problem = f"{str(value)[:40]!r} is not a decimal amount."
+            problem = lazy_text(_("%(value)s is not a decimal amount."), value=repr(str(value)[:40]))
         elif amount.is_nan():
-            problem = "NaN (not a number) is not an amount."
+            problem = _("NaN (not a number) is not an amount.")
         elif amount.is_infinite():
-            problem = "An infinite value is not an amount."
+            problem = _("An infinite value is not an amount.")
         else:
             try:
                 cents = amount.quantize(CENT)
             except InvalidOperation:
                 cents = None
             if cents is None:
-                problem = f"{amount} is too large to be an amount."
+                problem = lazy_text(_("%(value)s is too large to be an amount."), value=amount)
             elif cents != amount:
-                problem = f"{amount} has more than two decimals; amounts are exact to 0.01, never rounded."
+                problem = lazy_text(
+                    _("%(value)s has more than two decimals; amounts are exact to 0.01, never rounded."),
+                    value=amount,
+                )
             elif maximum and cents > (limit := max_amount()):
-                problem = gettext("Must be at most %(limit)s (PAYCOLLECT['MAX_AMOUNT']), not %(value)s.") % {
-                    "limit": limit,
-                    "value": cents,
-                }
+                problem = lazy_text(
+                    _("Must be at most %(limit)s (PAYCOLLECT['MAX_AMOUNT']), not %(value)s."),
+                    limit=limit,
+                    value=cents,
+                )
             else:
                 return cents
     raise PaymentRefused({field: [problem]})

@@ -9,15 +9,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from ..client import (
     PayCollectClient,
 )
-from ..conf import paycollect_settings
+from ..conf import REQUIRED, paycollect_settings
 from ..crypto import DecryptionError
 from ..exceptions import (
     PayCollectConfigurationError,
+    lazy_text,
 )
 from ..models import (
     Community,
@@ -63,7 +64,7 @@ def community_config(community_id: str | None = None) -> CommunityConfig:
     default_id = paycollect_settings.COMMUNITY_ID
     wanted = community_id or default_id
     if not wanted:
-        raise PayCollectConfigurationError("settings.PAYCOLLECT['COMMUNITY_ID'] is required")
+        raise PayCollectConfigurationError(lazy_text(REQUIRED, name="COMMUNITY_ID"))
     cache = _community_cache.get()
     if cache is None:
         return _community_config(wanted, default_id)
@@ -79,7 +80,7 @@ def _community_config(wanted: str, default_id: str | None) -> CommunityConfig:
             return CommunityConfig(wanted, row.api_key, row.basic_credentials, row.variable_amount_id)
         except DecryptionError:
             raise PayCollectConfigurationError(
-                gettext("The stored API key cannot be decrypted (see system check paycollect.E005).")
+                _("The stored API key cannot be decrypted (see system check paycollect.E005).")
             ) from None
     if wanted == default_id:
         basic = paycollect_settings.BASIC_CREDENTIALS or ""
@@ -91,9 +92,10 @@ def _community_config(wanted: str, default_id: str | None) -> CommunityConfig:
             basic,
             paycollect_settings.VARIABLE_AMOUNT_ID or (row.variable_amount_id if row else None),
         )
-    raise PayCollectConfigurationError(
-        f"community {wanted} has no Community row with an API key and is not PAYCOLLECT['COMMUNITY_ID']"
+    unknown = _(
+        "community %(community)s has no Community row with an API key and is not PAYCOLLECT['COMMUNITY_ID']"
     )
+    raise PayCollectConfigurationError(lazy_text(unknown, community=wanted))
 
 
 _clients = threading.local()

@@ -10,6 +10,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import IntegrityError, transaction
 from django.db.models import Model
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from .. import signals
 from ..client import (
@@ -60,7 +61,7 @@ def prepare_amount(
     )
     total = envelope.result.total_amount
     if total is None:
-        raise PaymentRefused({"total_amount": ["The service's answer has no total_amount."]})
+        raise PaymentRefused({"total_amount": [gettext_lazy("The service's answer has no total_amount.")]})
     return total
 
 
@@ -113,7 +114,9 @@ def start_payment(
     config = community_config(data["community_id"])
     amount_id = data["variable_amount_id"] or config.variable_amount_id
     if not amount_id:
-        raise PaymentRefused({"variable_amount_id": ["No variable_amount_id given or configured."]})
+        raise PaymentRefused(
+            {"variable_amount_id": [gettext_lazy("No variable_amount_id given or configured.")]}
+        )
     reference = data["merchant_reference"]
     if reference:
         existing = Transaction.objects.open().filter(

@@ -6,14 +6,15 @@ from decimal import Decimal
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from .. import signals
 from ..client.types import (
     OperationMessage,
 )
 from ..exceptions import (
-    PaymentRefused,
     StateConflict,
+    lazy_text,
 )
 from ..models import (
     Refund,
@@ -70,11 +71,14 @@ def refund(
         if refusal is not None and refusal[0] == "transaction":  # not paid: said before anything else
             raise StateConflict({refusal[0]: [refusal[1]]})
         if expected_refundable is not None and expected_refundable != refundable:
+            changed = _(
+                "What is still refundable changed from %(shown)s to %(now)s %(currency)s meanwhile "
+                "(another refund?); nothing was sent."
+            )
             raise StateConflict(
                 {
                     "amount": [
-                        f"What is still refundable changed from {expected_refundable} to {refundable} "
-                        f"{found.currency} meanwhile (another refund?); nothing was sent."
+                        lazy_text(changed, shown=expected_refundable, now=refundable, currency=found.currency)
                     ]
                 }
             )
@@ -131,13 +135,8 @@ def resolve_refund(refund: Refund, *, succeeded: bool, user: Any = None) -> Refu
         done = Refund.objects.select_for_update().get(pk=refund.pk)
         stale = done.state == Refund.PENDING and done.created_at < timezone.now() - STALE_IN_FLIGHT
         if done.state != Refund.UNKNOWN and not stale:
-            raise PaymentRefused(
-                {
-                    "refund": [
-                        f"Only a refund of unknown outcome or long pending is settled by hand ({done.state})."
-                    ]
-                }
-            )
+            only = _("Only a refund of unknown outcome or long pending is settled by hand (%(state)s).")
+            raise StateConflict({"refund": [lazy_text(only, state=Refund.State(done.state).label)]})
         done.completed_at = timezone.now()
         who = getattr(_user(user), "get_username", lambda: "someone")()
         done.error = f"resolved by hand by {who}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from django.utils import translation
 
 from django_paycollect.models import DirectOrder, RecurringSeries, Refund, Transaction
 
@@ -173,3 +174,43 @@ def test_an_unreachable_service_refuses_a_refund_with_a_503(api_live, paid_trans
     assert Refund.objects.get().state == Refund.FAILED  # it never left: it may be asked again
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "BASE_URL": api_live.base_url}
     assert as_user("refunder").post(f"/api/payments/{paid_transaction.uuid}/refunds/").status_code == 201
+
+
+@pytest.fixture
+def languages_by_request(settings):
+    """LocaleMiddleware on: each request in the language it asks for. It activates that language in the
+    thread and leaves it active, so it is deactivated after the test, for the tests that follow."""
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE, "django.middleware.locale.LocaleMiddleware"]
+    yield
+    translation.deactivate()
+
+
+@pytest.mark.usefixtures("languages_by_request")
+def test_an_arabic_request_reads_the_service_layer_s_refusals_in_arabic(
+    api_live, paid_transaction, pay, as_user, settings
+):
+    api = as_user("refunder")
+    url = f"/api/payments/{paid_transaction.uuid}/refunds/"
+    over = api.post(url, {"amount": "500.00"}, format="json", HTTP_ACCEPT_LANGUAGE="ar")
+    assert over.status_code == 409
+    assert over.json()["detail"] == "لا يمكن استرداد أكثر من 100.00 EGP بعد الآن."
+    changed = api.post(
+        url, {"amount": "1.00", "expected_refundable": "90.00"}, format="json", HTTP_ACCEPT_LANGUAGE="ar"
+    )
+    assert changed.json()["field_errors"] == {
+        "amount": [
+            "تغيّر المبلغ القابل للاسترداد في الأثناء من 90.00 إلى 100.00 EGP (استرداد آخر؟)؛ لم يُرسل شيء."
+        ]
+    }
+    unpaid = pay("30.00", merchant_reference="unpaid")
+    capture = as_user("capturer").post(f"/api/payments/{unpaid.uuid}/capture/", HTTP_ACCEPT_LANGUAGE="ar")
+    assert capture.json()["detail"] == "لا يُحصَّل المبلغ المحجوز إلا لمعاملة ناجحة (الحالة PENDING)."
+    # The same refusal to an English request, in English.
+    assert api.post(url, {"amount": "500.00"}, format="json", HTTP_ACCEPT_LANGUAGE="en").json()["detail"] == (
+        "At most 100.00 EGP can still be refunded."
+    )
+    # The service out of reach: nothing was done, in Arabic.
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "BASE_URL": "http://127.0.0.1:9", "MAX_NETWORK_RETRIES": 0}
+    away = api.post(url, {"amount": "1.00"}, format="json", HTTP_ACCEPT_LANGUAGE="ar")
+    assert away.status_code == 503
+    assert away.json()["detail"] == "يتعذّر الوصول إلى خدمة الدفع؛ لم يُنفَّذ شيء. حاول مرة أخرى بعد قليل."

@@ -534,3 +534,37 @@ def test_the_check_finds_a_message_left_in_english_and_a_label_django_made():
     assert "Uuid display" in english_in("عرض Uuid display")
     # Identifiers that hold a message's word are not messages: a path, a field of the spec, an address.
     assert english_in("/api/v1/payments/pay/variable-amount pay_using mona@example.com SUCCESSFUL") == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_service_layer_s_refusals_reach_the_admin_in_arabic(admin_client, populated, settings):
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "MAX_NETWORK_RETRIES": 0}  # BASE_URL: a closed port
+
+    def messages_after(model, action, objects):
+        response = admin_client.post(
+            url(model), {"action": action, "_selected_action": [obj.pk for obj in objects]}, follow=True
+        )
+        assert_reads_in_arabic(response)
+        return [str(message) for message in response.context["messages"]]
+
+    paid, odd = populated["paid"], populated["odd"]
+    # Refused by the state, before anything is sent.
+    assert messages_after("transaction", "capture", [odd]) == [
+        f"تحصيل المبلغ المحجوز: فشل عنصر واحد. {odd.uuid}: "
+        "لا يُحصَّل المبلغ المحجوز إلا لمعاملة ناجحة (الحالة PENDING)."
+    ]
+    settled = Refund.objects.get(state=Refund.SUCCEEDED)
+    [message] = messages_after("refund", "settle_succeeded", [settled])
+    assert message.startswith("تسوية الاسترداد: فشل عنصر واحد.")
+    assert message.endswith(
+        "لا يُسوّى يدويًا إلا استرداد نتيجته غير معروفة أو معلّق منذ مدة طويلة (الحالة: نجحت)."
+    )
+    # The service out of reach: nothing was done, in Arabic, and which of the client's errors it was.
+    assert messages_after("transaction", "sync", [paid]) == [
+        f"المزامنة من الخدمة: فشل عنصر واحد. {paid.uuid}: "
+        "يتعذّر الوصول إلى خدمة الدفع؛ لم يُنفَّذ شيء. حاول مرة أخرى بعد قليل. (ConnectError)"
+    ]
+    [fetched] = messages_after("community", "fetch_statistics", Community.objects.filter(community_id="c-2"))
+    assert fetched.startswith("جلب الإحصاءات: فشل عنصر واحد.")
+    dashboard = admin_client.post(url("dashboard") + "?community=c-2", follow=True)
+    assert_reads_in_arabic(dashboard)
