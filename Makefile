@@ -53,9 +53,10 @@ $(STAMP): setup.cfg pyproject.toml
 	touch $(STAMP)
 
 # The translation catalogues (.po, committed) and what Django reads (.mo, compiled here, never committed):
-# the app's, the sandbox's and the example project's. Needs GNU gettext (Debian: apt-get install gettext).
+# the app's, the sandbox's and the example project's (its JavaScript's too, djangojs). Needs GNU gettext
+# (Debian: apt-get install gettext).
 PO_FILES := $(wildcard django_paycollect/locale/*/LC_MESSAGES/django.po django_paycollect/sandbox/locale/*/LC_MESSAGES/django.po \
-	example_project/clubsite/members/locale/*/LC_MESSAGES/django.po)
+	example_project/clubsite/members/locale/*/LC_MESSAGES/django.po example_project/clubsite/members/locale/*/LC_MESSAGES/djangojs.po)
 MO_FILES := $(PO_FILES:.po=.mo)
 
 # After marking or changing strings: the catalogues made anew from the sources (then translate and run again).

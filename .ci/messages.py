@@ -41,6 +41,9 @@ CATALOGUES: dict[str, list[str]] = {
     "django_paycollect/sandbox": ["migrations/*"],
     "example_project/clubsite/members": ["migrations/*"],
 }
+#: The domains of each folder's catalogues: Python and templates (django), and the JavaScript's (djangojs,
+#: which Django's JavaScriptCatalog serves) where its static files have words.
+DOMAINS: dict[str, tuple[str, ...]] = {"example_project/clubsite/members": ("django", "djangojs")}
 PLURAL_FORMS = {
     "ar": (
         "nplurals=6; plural=n==0 ? 0 : n==1 ? 1 : n==2 ? 2 : n%100>=3 && n%100<=10 ? 3 : n%100>=11 ? 4 : 5;"
@@ -63,26 +66,34 @@ def _run(args: list[str], cwd: Path) -> None:
         sys.exit(f"{' '.join(args)} (in {cwd}) failed:\n{done.stdout}{done.stderr}")
 
 
-def _po(source: Path, language: str) -> Path:
-    return source / "locale" / language / "LC_MESSAGES" / "django.po"
+def _po(source: Path, language: str, domain: str = "django") -> Path:
+    return source / "locale" / language / "LC_MESSAGES" / f"{domain}.po"
+
+
+def catalogues(root: Path | None = None) -> list[tuple[str, str, Path]]:
+    """(folder, language, .po file) of every catalogue, each domain of each folder in each language, under
+    ``root`` (default: the repository)."""
+    root = ROOT if root is None else root
+    return [
+        (folder, language, _po(root / folder, language, domain))
+        for folder in CATALOGUES
+        for domain in DOMAINS.get(folder, ("django",))
+        for language in LANGUAGES
+    ]
 
 
 def update(root: Path = ROOT) -> None:
-    for folder, ignored in CATALOGUES.items():
+    for folder, language, po in catalogues(root):
         source = root / folder
-        for language in LANGUAGES:
-            _po(source, language).parent.mkdir(parents=True, exist_ok=True)
-            _run(
-                [sys.executable, "-m", "django", "makemessages", "--locale", language, "--no-location"]
-                + ["--no-obsolete", "--no-wrap"]
-                + [f"--ignore={pattern}" for pattern in ignored],
-                cwd=source,
-            )
-            po = _po(source, language)
-            _run(
-                ["msgcat", "--sort-output", "--no-wrap", "--no-location", "-o", str(po), str(po)], cwd=source
-            )
-            _set_plural_forms(po, language)
+        po.parent.mkdir(parents=True, exist_ok=True)
+        _run(
+            [sys.executable, "-m", "django", "makemessages", "--locale", language, "--domain", po.stem]
+            + ["--no-location", "--no-obsolete", "--no-wrap"]
+            + [f"--ignore={pattern}" for pattern in CATALOGUES[folder]],
+            cwd=source,
+        )
+        _run(["msgcat", "--sort-output", "--no-wrap", "--no-location", "-o", str(po), str(po)], cwd=source)
+        _set_plural_forms(po, language)
 
 
 def _set_plural_forms(po: Path, language: str) -> None:
@@ -211,7 +222,21 @@ def pitfalls(folder: Path, root: Path = ROOT) -> list[str]:
         visitor.visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
         where = path.relative_to(root) if path.is_relative_to(root) else path
         found += [f"{where}:{line}: {what}" for line, what in sorted(visitor.found)]
+    for path in sorted(folder.rglob("*.js")):
+        where = path.relative_to(root) if path.is_relative_to(root) else path
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if line.lstrip().startswith(("//", "/*", "*")):
+                continue
+            for call in _JS_BUILT.finditer(line):
+                found.append(
+                    f"{where}:{number}: {call[1]}() of a message that is not one string literal: no "
+                    "catalogue entry can match it (interpolate() what the catalogue gives back)"
+                )
     return found
+
+
+#: A JavaScript gettext() or ngettext() whose message is not one string literal (``gettext("Paid " + x)``).
+_JS_BUILT = re.compile(r"""\b(gettext|ngettext)\(\s*(?!("[^"\\]*"|'[^'\\]*')\s*[,)])""")
 
 
 def check() -> None:
@@ -227,33 +252,31 @@ def check() -> None:
                 dirs_exist_ok=True,
             )
         update(copy)
-        for folder in CATALOGUES:
-            for language in LANGUAGES:
-                committed, made = _po(ROOT / folder, language), _po(copy / folder, language)
-                name = committed.relative_to(ROOT)
-                if not committed.exists():
-                    problems.append(f"{name} is missing")
-                    continue
-                if _stable(committed) != _stable(made):
-                    problems.append(
-                        f"{name} is not what makemessages makes of the sources:\n{_diff(committed, made)}"
-                    )
-                problems += _untranslated(committed, name)
-                if f'"Plural-Forms: {PLURAL_FORMS[language]}\\n"' not in committed.read_text(
-                    encoding="utf-8"
-                ):
-                    problems.append(f"{name}: the Plural-Forms header must be {PLURAL_FORMS[language]}")
-                done = subprocess.run(  # noqa: S603
-                    ["msgfmt", "--check", "--output-file=/dev/null", str(committed)],  # noqa: S607
-                    capture_output=True,
-                    text=True,
+        for (_folder, language, committed), (_same, _also, made) in zip(
+            catalogues(), catalogues(copy), strict=True
+        ):
+            name = committed.relative_to(ROOT)
+            if not committed.exists():
+                problems.append(f"{name} is missing")
+                continue
+            if _stable(committed) != _stable(made):
+                problems.append(
+                    f"{name} is not what makemessages makes of the sources:\n{_diff(committed, made)}"
                 )
-                if done.returncode != 0:
-                    problems.append(f"{name}: msgfmt --check:\n{done.stderr}")
+            problems += _untranslated(committed, name)
+            if f'"Plural-Forms: {PLURAL_FORMS[language]}\\n"' not in committed.read_text(encoding="utf-8"):
+                problems.append(f"{name}: the Plural-Forms header must be {PLURAL_FORMS[language]}")
+            done = subprocess.run(  # noqa: S603
+                ["msgfmt", "--check", "--output-file=/dev/null", str(committed)],  # noqa: S607
+                capture_output=True,
+                text=True,
+            )
+            if done.returncode != 0:
+                problems.append(f"{name}: msgfmt --check:\n{done.stderr}")
     if problems:
         print("\n\n".join(problems), file=sys.stderr)
         sys.exit("The translation catalogues need work: run `make messages`, translate, and run it again.")
-    print(f"{len(CATALOGUES) * len(LANGUAGES)} catalogues complete: {', '.join(LANGUAGES)}")
+    print(f"{len(catalogues())} catalogues complete: {', '.join(LANGUAGES)}")
 
 
 def _diff(committed: Path, made: Path) -> str:
@@ -284,10 +307,8 @@ def _untranslated(po: Path, name: Path) -> list[str]:
 def compile_all() -> None:
     if shutil.which("msgfmt") is None:
         # A fresh machine without gettext: the same .mo files, written here (see write_mo).
-        for folder in CATALOGUES:
-            for language in LANGUAGES:
-                po = _po(ROOT / folder, language)
-                write_mo(po, po.with_suffix(".mo"))
+        for _folder, _language, po in catalogues():
+            write_mo(po, po.with_suffix(".mo"))
         print(
             "compiled the catalogues without GNU gettext (install it to check them: apt-get install gettext)"
         )

@@ -4,11 +4,14 @@ demo, the sandbox standing in for the service."""
 from django.apps import apps
 from django.contrib import admin
 from django.urls import include, path
+from django.views.i18n import JavaScriptCatalog
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     # set_language: the language switch in the header of every page.
     path("i18n/", include("django.conf.urls.i18n")),
+    # The words of the checkout's JavaScript (the members app's djangojs catalogue), in the page's language.
+    path("jsi18n/", JavaScriptCatalog.as_view(packages=["clubsite.members"]), name="javascript-catalog"),
     # callback/<token>/ (configured at the service), return/ (the customer's browser) and return/status/.
     path("payments/", include("django_paycollect.urls")),
     # The REST API of single-page and mobile checkouts (the members' checkout page uses it).

@@ -24,9 +24,7 @@ def _messages() -> ModuleType:
 
 
 messages = _messages()
-CATALOGUES = [
-    messages._po(ROOT / folder, language) for folder in messages.CATALOGUES for language in messages.LANGUAGES
-]
+CATALOGUES = [po for _folder, _language, po in messages.catalogues()]
 
 
 def _catalog(mo: Path) -> dict[object, str]:
@@ -92,7 +90,7 @@ def test_without_gettext_the_check_is_skipped_with_a_notice_but_not_in_ci(monkey
 def test_without_gettext_compile_writes_every_catalogue(monkeypatch, tmp_path):
     for po in CATALOGUES:
         copy = tmp_path / po.relative_to(ROOT)
-        copy.parent.mkdir(parents=True)
+        copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(po, copy)
     monkeypatch.setattr(messages, "ROOT", tmp_path)
     monkeypatch.setattr(messages.shutil, "which", lambda tool: None)
@@ -142,3 +140,28 @@ def test_the_check_names_each_marked_string_built_at_run_time_by_file_and_line(t
 
 def test_the_sources_mark_no_string_built_at_run_time():
     assert [line for folder in messages.CATALOGUES for line in messages.pitfalls(ROOT / folder)] == []
+
+
+def test_every_catalogue_is_compiled_by_make_the_javascript_s_too():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "example_project/clubsite/members/locale/ar/LC_MESSAGES/djangojs.po" in [
+        str(po.relative_to(ROOT)) for po in CATALOGUES
+    ]
+    for po in CATALOGUES:
+        pattern = str(po.relative_to(ROOT)).replace("/ar/", "/*/")
+        assert pattern in makefile, f"{pattern} is not in the Makefile's PO_FILES"
+
+
+def test_the_check_names_javascript_messages_built_at_run_time(tmp_path):
+    (tmp_path / "checkout.js").write_text(
+        "// gettext() and interpolate(), from Django's JavaScriptCatalog\n"
+        'say(gettext("Paid"));\n'
+        'say(interpolate(gettext("Paid %(amount)s"), {amount: a}, true));\n'
+        'say(ngettext("%(n)s day", "%(n)s days", n));\n'
+        'say(gettext("Paid " + amount));\n'
+        "say(gettext(label));\n",
+        encoding="utf-8",
+    )
+    found = messages.pitfalls(tmp_path, root=tmp_path)
+    assert [line.split(": ")[0] for line in found] == ["checkout.js:5", "checkout.js:6"]
+    assert all("no catalogue entry can match it" in line for line in found)

@@ -49,6 +49,8 @@ VIEWPORT = {"width": 1200, "height": 760}
 
 STAFF_USERNAME = "demo"
 STAFF_PASSWORD = "demo-password-123"  # the demo's published credentials (demo_setup)
+MEMBER_USERNAME = "member"
+MEMBER_PASSWORD = "member-password-123"  # the demo member's, also published (demo_setup)
 
 # Environment variables of the machine that must not reach the site: it must be the demo.
 _SCRUBBED_PREFIXES = ("PAYCOLLECT_", "CLUBSITE_", "CELERY_", "DATABASE_URL", "DJANGO_SETTINGS_MODULE")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .support import ClubSite, needs_browser, screenshot
+from .support import MEMBER_PASSWORD, MEMBER_USERNAME, ClubSite, needs_browser, screenshot
 
 try:
     from playwright.sync_api import expect
@@ -19,9 +19,6 @@ except ImportError:  # the tests are skipped (needs_browser), or fail where the 
     expect = None  # type: ignore[assignment]
 
 pytestmark = [pytest.mark.browser, needs_browser]
-
-MEMBER_USERNAME = "member"
-MEMBER_PASSWORD = "member-password-123"  # the demo's published credentials (demo_setup)
 
 
 def sign_in(page: Any, site: ClubSite) -> None:

@@ -4,7 +4,8 @@ reads in Arabic, right to left, with amounts, phone numbers and ids kept readabl
 The browser asks for French, which the site does not offer, so the site's LANGUAGE_CODE decides, for the
 site, the payment app's pages and the mounted sandbox alike (its answers to the app too: the service's
 refusals reach the customer in Arabic). On every page the rendered text is searched for the English of the
-three catalogues (the app's, the sandbox's, the example project's) and for any run of English words.
+four catalogues (the app's, the sandbox's, the example project's and its JavaScript's) and for any run of
+English words.
 Screenshots of the Arabic pages go to the documentation (``*-ar.png``).
 """
 
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 
 from .flows import join, login, status_of, unique_email
-from .support import ROOT, ClubSite, needs_browser, screenshot
+from .support import MEMBER_PASSWORD, MEMBER_USERNAME, ROOT, ClubSite, needs_browser, screenshot
 
 try:
     from playwright.sync_api import expect
@@ -31,6 +32,7 @@ CATALOGUES = [
     ROOT / "django_paycollect" / "locale" / "ar" / "LC_MESSAGES" / "django.mo",
     ROOT / "django_paycollect" / "sandbox" / "locale" / "ar" / "LC_MESSAGES" / "django.mo",
     ROOT / "example_project" / "clubsite" / "members" / "locale" / "ar" / "LC_MESSAGES" / "django.mo",
+    ROOT / "example_project" / "clubsite" / "members" / "locale" / "ar" / "LC_MESSAGES" / "djangojs.mo",
 ]
 #: Three English words in a row (letters, apostrophes and hyphens; digits, codes and e-mail addresses are
 #: not words): an English sentence, or a piece of one, whatever its origin.
@@ -205,3 +207,74 @@ def test_the_language_switch_changes_the_pages_and_their_direction(page: Any, si
     page.wait_for_url(f"{site.url}/join/")
     expect(page.locator("h1")).to_have_text("Become a member")
     assert page.get_attribute("html", "dir") == "ltr"
+
+
+def test_the_single_page_checkout_and_its_sign_in_page_in_arabic(page_fr: Any, site_ar: ClubSite) -> None:
+    page, site = page_fr, site_ar
+    page.goto(f"{site.url}/checkout/")
+    page.wait_for_url(re.compile(r"/accounts/login/"))
+    expect(page.locator("h1")).to_have_text("تسجيل الدخول")
+    assert_reads_in_arabic(page)
+    # A wrong password: refused in Arabic.
+    page.fill("#id_username", MEMBER_USERNAME)
+    page.fill("#id_password", "not-the-password")
+    page.click("#login-form button[type=submit]")
+    expect(page.locator("#login-form .errorlist")).to_be_visible()
+    assert_reads_in_arabic(page)
+    page.fill("#id_password", MEMBER_PASSWORD)
+    page.click("#login-form button[type=submit]")
+    page.wait_for_url(f"{site.url}/checkout/")
+    expect(page.locator("#checkout")).to_have_attribute("data-ready", "true")
+
+    # The price, the fees and the total from the API, their words from the JavaScript's catalogue, each
+    # amount whole and left to right.
+    page.check("input[name=plan][value=family]")
+    page.check("input[name=billing][value=yearly]")
+    expect(page.locator("[data-quote=total]")).to_have_text(re.compile(r"^الإجمالي: \d+\.\d\d EGP$"))
+    expect(page.locator("[data-quote=price]")).to_have_text("السعر: 2500.00 EGP")
+    assert_isolated_left_to_right(page, "[data-quote=total] bdi")
+    assert_reads_in_arabic(page)
+
+    # The API's field error for the phone number, by its field, in Arabic.
+    page.fill("#phone_number", "0100 123 4567")
+    page.click("#start")
+    errors = page.locator('[data-errors-for="billing_data.phone_number"]')
+    expect(errors).to_contain_text("ابدأ بعلامة + ثم رمز الدولة")
+    assert page.get_attribute("#phone_number", "dir") == "ltr"
+    assert_reads_in_arabic(page)
+    screenshot(page, "api-checkout-field-error-ar", docs=True)
+
+    # Started: waiting for the payment, the service's hosted page in Arabic, then paid.
+    page.fill("#phone_number", PHONE)
+    page.click("#start")
+    state = page.locator("#payment-state")
+    expect(state).to_have_attribute("data-state", "open")
+    expect(state).to_have_text("في انتظار دفعتك")
+    assert_reads_in_arabic(page)
+    with page.expect_popup() as opened:
+        page.click("#open-payment")
+    hosted = opened.value
+    hosted.wait_for_url(re.compile(r"/sandbox/pay/"))
+    assert_reads_in_arabic(hosted)
+    hosted.click("button.pay")
+    expect(state).to_have_attribute("data-state", "paid", timeout=30_000)
+    hosted.close()
+    expect(state).to_have_text("مدفوعة")
+    expect(page.locator("#paid")).to_have_text("شكرًا لك: عضويتك مدفوعة.")
+    assert_reads_in_arabic(page)
+    screenshot(page, "api-checkout-paid-ar", docs=True)
+
+    # Cash at a kiosk: refused for a monthly plan (renewals are charged to a card), in Arabic; then the
+    # bill reference of a yearly one, said in Arabic, the number kept whole.
+    page.check("input[name=plan][value=junior]")
+    page.check("input[name=billing][value=monthly]")
+    page.check("input[name=pay_using][value=kiosk]")
+    page.click("#start")
+    expect(page.locator("#problem")).to_contain_text("اختر card")
+    assert_reads_in_arabic(page)
+    page.check("input[name=billing][value=yearly]")
+    page.click("#start")
+    expect(page.locator("#bill-reference bdi")).to_have_text(re.compile(r"^\d{10}$"))
+    expect(page.locator("#bill-reference")).to_contain_text("الرقم المرجعي للفاتورة")
+    assert_isolated_left_to_right(page, "#bill-reference bdi")
+    assert_reads_in_arabic(page)

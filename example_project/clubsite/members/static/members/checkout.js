@@ -2,6 +2,8 @@
 // Choose a plan (its price and fees come from POST /api/quotes/), start the payment (POST /api/payments/),
 // open the service's hosted page, and poll GET /api/payments/<uuid>/ until the payment is no longer open.
 // Signed in with Django's session: every POST carries the CSRF token, as Django requires.
+// Its words come from Django's JavaScriptCatalog (the page loads it first): gettext() and interpolate(), with
+// the members app's djangojs catalogue; amounts and codes are isolated left to right (<bdi dir="ltr">).
 (function () {
   "use strict";
   var root = document.getElementById("checkout");
@@ -69,7 +71,18 @@
 
   function showProblem(answer) {
     if (answer.status === 400) { showFieldErrors(answer.data); return; }
-    say(answer.data.detail || ("The request failed (HTTP " + answer.status + ")."));
+    say(answer.data.detail || interpolate(gettext("The request failed (HTTP %(status)s)."), {status: answer.status}, true));
+  }
+
+  // "<label>: <amount currency>", the amount kept whole and left to right in a right-to-left page.
+  function amountLine(label, amount, currency) {
+    var line = document.createElement("div");
+    var figure = document.createElement("bdi");
+    figure.setAttribute("dir", "ltr");
+    figure.textContent = amount + " " + currency;
+    line.appendChild(document.createTextNode(label + " "));
+    line.appendChild(figure);
+    return line;
   }
 
   function refreshQuote() {
@@ -83,11 +96,11 @@
       if (answer.status !== 200) { quote.textContent = ""; showProblem(answer); return; }
       var q = answer.data;
       quote.innerHTML = "";
-      [["Price", q.amount], ["Fees", q.fees], ["Total", q.total_amount]].forEach(function (row) {
-        var line = document.createElement("div");
-        line.className = row[0] === "Total" ? "price" : "";
-        line.textContent = row[0] + ": " + row[1] + " " + q.currency;
-        line.setAttribute("data-quote", row[0].toLowerCase());
+      [["price", gettext("Price:"), q.amount], ["fees", gettext("Fees:"), q.fees],
+       ["total", gettext("Total:"), q.total_amount]].forEach(function (row) {
+        var line = amountLine(row[1], row[2], q.currency);
+        line.className = row[0] === "total" ? "price" : "";
+        line.setAttribute("data-quote", row[0]);
         quote.appendChild(line);
       });
     });
@@ -97,20 +110,28 @@
     state.setAttribute("data-state", payment.state);
     state.setAttribute("data-status", payment.status);
     state.className = "status status-" + payment.status;
-    state.textContent = {open: "Waiting for your payment", paid: "Paid", closed: "Not paid",
-                         unknown: "Not confirmed yet"}[payment.state] || payment.status;
+    state.textContent = {open: gettext("Waiting for your payment"), paid: gettext("Paid"),
+                         closed: gettext("Not paid"), unknown: gettext("Not confirmed yet")}[payment.state] || payment.status;
     if (payment.state === "open" && payment.iframe_url) {
       openLink.href = payment.iframe_url; openLink.hidden = false;
     } else {
       openLink.hidden = true;
     }
     var bill = document.getElementById("bill-reference");
-    bill.textContent = payment.bill_reference ? "Pay at a kiosk with bill reference " + payment.bill_reference : "";
+    bill.textContent = "";
+    if (payment.bill_reference) {
+      var number = document.createElement("bdi");
+      number.className = "bill";
+      number.setAttribute("dir", "ltr");
+      number.textContent = payment.bill_reference;
+      bill.appendChild(document.createTextNode(gettext("Pay at a kiosk with this bill reference:") + " "));
+      bill.appendChild(number);
+    }
     if (payment.state === "paid") {
       document.getElementById("paid").hidden = false;
     }
     if (payment.state === "unknown") {
-      say("We could not confirm the payment was started. Do not pay twice: this page keeps checking.");
+      say(gettext("We could not confirm the payment was started. Do not pay twice: this page keeps checking."));
     }
   }
 
@@ -142,7 +163,7 @@
         return;
       }
       showProblem(answer);
-    }, function () { startButton.disabled = false; say("The site cannot be reached. Try again in a moment."); });
+    }, function () { startButton.disabled = false; say(gettext("The site cannot be reached. Try again in a moment.")); });
   }
 
   form.addEventListener("change", function (event) {
