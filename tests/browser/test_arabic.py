@@ -278,3 +278,19 @@ def test_the_single_page_checkout_and_its_sign_in_page_in_arabic(page_fr: Any, s
     expect(page.locator("#bill-reference")).to_contain_text("الرقم المرجعي للفاتورة")
     assert_isolated_left_to_right(page, "#bill-reference bdi")
     assert_reads_in_arabic(page)
+
+
+def test_the_unconfirmed_waiting_page_and_the_sandbox_s_unknown_links_in_arabic(
+    page_fr: Any, site_ar: ClubSite
+) -> None:
+    page, site = page_fr, site_ar
+    unknown = "0b0b0b0b-1111-4222-8333-444455556666"
+    # Back from the service, and still not confirmed after every check: never "failed", in Arabic.
+    page.goto(f"{site.url}/payments/return/?transaction_uuid={unknown}&wait=100")
+    expect(page.locator("#paycollect-unconfirmed h1")).to_have_text("لم تُؤكَّد دفعتك بعد")
+    assert_reads_in_arabic(page)
+    # A payment link or an order link that the service does not know.
+    page.goto(f"{site.url}/sandbox/pay/{unknown}/")
+    assert_reads_in_arabic(page)
+    page.goto(f"{site.url}/sandbox/orders/no-such-order/")
+    assert_reads_in_arabic(page)

@@ -1,0 +1,90 @@
+"""The example project's error pages as a live site (DEBUG off) shows them to customers: a page not found, a
+form refused for its missing CSRF token, a server error. With ``LANGUAGE_CODE = "ar"`` they read in Arabic,
+right to left; Django's own pages for these would be English whatever the language."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+RENDER = """
+import json, os, sys
+sys.path.insert(0, "example_project")
+os.environ["DJANGO_SETTINGS_MODULE"] = "clubsite.settings"
+import django
+django.setup()
+from django.test import Client, RequestFactory
+from django.views.defaults import server_error
+
+client = Client(HTTP_HOST="127.0.0.1", enforce_csrf_checks=True, raise_request_exception=False)
+pages = {
+    "not found": client.get("/no-such-page/"),
+    "refused form": client.post("/join/", {"name": "منى علي"}),
+    "server error": server_error(RequestFactory().get("/")),
+}
+print(json.dumps({name: [page.status_code, page.content.decode()] for name, page in pages.items()}))
+"""
+#: Three English words in a row: a sentence, or a piece of one, left in English.
+ENGLISH_RUN = re.compile(r"[A-Za-z][A-Za-z'\u2019-]*(?:[ \t]+[A-Za-z][A-Za-z'\u2019-]*){2,}")
+
+
+def rendered(language: str) -> dict[str, tuple[int, str]]:
+    skip = ("PAYCOLLECT_", "CLUBSITE_", "CELERY_", "DJANGO_")
+    env = {key: value for key, value in os.environ.items() if not key.startswith(skip)}
+    env.update(
+        CLUBSITE_DEBUG="0",
+        CLUBSITE_SECRET_KEY="example-errors-only-not-secret-0123456789",
+        CLUBSITE_LANGUAGE_CODE=language,
+    )
+    done = subprocess.run(  # noqa: S603 (our own script)
+        [sys.executable, "-c", RENDER],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return {name: (status, html) for name, (status, html) in json.loads(done.stdout.splitlines()[-1]).items()}
+
+
+def text_of(html: str) -> str:
+    without_code = re.sub(r"<(style|script)\b.*?</\1>", " ", html, flags=re.DOTALL)
+    return " ".join(re.sub(r"<[^>]+>", " ", without_code).split())
+
+
+@pytest.fixture(scope="module")
+def arabic() -> dict[str, tuple[int, str]]:
+    return rendered("ar")
+
+
+@pytest.mark.parametrize(
+    ("page", "status", "title"),
+    [
+        ("not found", 404, "تعذر العثور على الصفحة"),
+        ("refused form", 403, "انتهت صلاحية النموذج"),
+        ("server error", 500, "حدث خطأ ما"),
+    ],
+)
+def test_the_example_s_error_pages_read_in_arabic_right_to_left(arabic, page, status, title):
+    code, html = arabic[page]
+    assert code == status
+    assert '<html lang="ar" dir="rtl">' in html
+    assert f'<h1 id="error-title">{title}</h1>' in html
+    text = text_of(html)
+    assert not ENGLISH_RUN.findall(text), text
+
+
+def test_in_english_they_read_in_english():
+    pages = rendered("en")
+    assert '<h1 id="error-title">Page not found</h1>' in pages["not found"][1]
+    assert '<html lang="en" dir="ltr">' in pages["server error"][1]
