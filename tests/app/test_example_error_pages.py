@@ -5,15 +5,11 @@ right to left; Django's own pages for these would be English whatever the langua
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.example_project import run_example
 
 RENDER = """
 import json, os, sys
@@ -37,22 +33,7 @@ ENGLISH_RUN = re.compile(r"[A-Za-z][A-Za-z'\u2019-]*(?:[ \t]+[A-Za-z][A-Za-z'\u2
 
 
 def rendered(language: str) -> dict[str, tuple[int, str]]:
-    skip = ("PAYCOLLECT_", "CLUBSITE_", "CELERY_", "DJANGO_")
-    env = {key: value for key, value in os.environ.items() if not key.startswith(skip)}
-    env.update(
-        CLUBSITE_DEBUG="0",
-        CLUBSITE_SECRET_KEY="example-errors-only-not-secret-0123456789",
-        CLUBSITE_LANGUAGE_CODE=language,
-    )
-    done = subprocess.run(  # noqa: S603 (our own script)
-        [sys.executable, "-c", RENDER],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_example("-c", RENDER, CLUBSITE_DEBUG="0", CLUBSITE_LANGUAGE_CODE=language)
     assert done.returncode == 0, done.stderr
     return {name: (status, html) for name, (status, html) in json.loads(done.stdout.splitlines()[-1]).items()}
 

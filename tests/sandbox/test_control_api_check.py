@@ -4,16 +4,11 @@ an explicit opt-in."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from django.core.checks import run_checks
 from django.test import override_settings
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.example_project import run_example
 
 
 def sandbox_checks(**settings: object) -> list[str]:
@@ -50,34 +45,19 @@ print(Client(HTTP_HOST="127.0.0.1").get("/sandbox/_control/identity").status_cod
 """
 
 
-def example(*args: str, **environ: str) -> subprocess.CompletedProcess[str]:
-    skip = ("PAYCOLLECT_", "CLUBSITE_", "CELERY_", "DJANGO_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(skip)}
-    env.update(CLUBSITE_SECRET_KEY="example-check-only-not-secret-0123456789", **environ)
-    return subprocess.run(  # noqa: S603
-        [sys.executable, *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
 def test_the_example_turns_the_control_api_on_only_with_debug_or_an_explicit_opt_in(tmp_path):
-    live_like = example("example_project/manage.py", "check", CLUBSITE_DEBUG="0")
+    live_like = run_example("example_project/manage.py", "check", CLUBSITE_DEBUG="0")
     assert live_like.returncode == 0, live_like.stderr
     assert "paycollect_sandbox" not in live_like.stdout + live_like.stderr
-    asked = example("-c", ASK_IDENTITY, CLUBSITE_DEBUG="0", CLUBSITE_DB=str(tmp_path / "never.sqlite3"))
+    asked = run_example("-c", ASK_IDENTITY, CLUBSITE_DEBUG="0", CLUBSITE_DB=str(tmp_path / "never.sqlite3"))
     assert asked.stdout.strip() == "404", asked.stderr  # off: nothing to read, nothing to complete
 
-    staging = example(
+    staging = run_example(
         "example_project/manage.py", "check", CLUBSITE_DEBUG="0", CLUBSITE_SANDBOX_CONTROL_API="1"
     )
     assert staging.returncode == 0, staging.stderr
     assert "(paycollect_sandbox.W001)" in staging.stdout + staging.stderr
 
-    demo = example("example_project/manage.py", "check", CLUBSITE_DEBUG="1")
+    demo = run_example("example_project/manage.py", "check", CLUBSITE_DEBUG="1")
     assert demo.returncode == 0, demo.stderr
     assert "paycollect_sandbox" not in demo.stdout + demo.stderr
