@@ -49,6 +49,8 @@ REFUND_PAGE_LIMIT = 50
 LISTED_ITEMS = 20
 #: Stored callback bodies longer than this are shown as they arrived, not re-indented.
 PRETTY_BODY_CHARS = 32 * 1024
+#: Identifiers and amounts kept whole in a right-to-left admin (an Arabic one).
+ADMIN_CSS = "paycollect/admin.css"
 
 
 class Outcomes:
@@ -181,6 +183,9 @@ class PayCollectAdmin(ModelAdmin[_M]):
     show_full_result_count = False
     paginator = CappedCountPaginator
     changelist_defer: Sequence[str] = ()
+
+    class Media:
+        css = {"all": [ADMIN_CSS]}
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -17,6 +17,7 @@ from ..models import (
     Dashboard,
 )
 from .common import (
+    ADMIN_CSS,
     ModelAdmin,
     Outcomes,
 )
@@ -41,6 +42,10 @@ class CommunityAdmin(ModelAdmin[Community]):
     )
     search_fields = ("community_id", "name")
     actions = ("fetch_statistics",)
+
+    class Media:
+        css = {"all": [ADMIN_CSS]}
+
     fieldsets = (
         (None, {"fields": ("community_id", "name", "variable_amount_id")}),
         (

@@ -294,3 +294,23 @@ def test_the_unconfirmed_waiting_page_and_the_sandbox_s_unknown_links_in_arabic(
     assert_reads_in_arabic(page)
     page.goto(f"{site.url}/sandbox/orders/no-such-order/")
     assert_reads_in_arabic(page)
+
+
+def test_the_admin_in_arabic(page_fr: Any, site_ar: ClubSite) -> None:
+    # A payment started, then the merchant's view of it: the app's admin, right to left. (The app's every
+    # admin page is checked for English in tests/app/test_admin_arabic.py; Django's own admin may lack a few
+    # Arabic words of its newest versions.)
+    page, site = page_fr, site_ar
+    join(page, site, email=unique_email("arabic-admin"), name=NAME)
+    page.click("#pay-button")
+    page.wait_for_url(re.compile(r"/sandbox/pay/"))
+    login(page, site, next_path="/admin/paycollect/transaction/")
+    assert page.get_attribute("html", "dir") == "rtl"
+    expect(page.locator("#result_list")).to_contain_text("قيد الانتظار")
+    expect(page.locator("#result_list thead")).to_contain_text("المعرّف الفريد (uuid) للمعاملة")
+    # A reference or an e-mail address reads whole in its right-to-left cell (paycollect/admin.css).
+    bidi = page.eval_on_selector(
+        "#result_list td.field-customer_email", "cell => getComputedStyle(cell).unicodeBidi"
+    )
+    assert bidi == "plaintext"
+    screenshot(page, "admin-transactions-ar", docs=True)
