@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import email.utils
 import logging
+import os
 import random
 import re
 import time
@@ -179,7 +180,7 @@ class Transport:
         self._secret_texts = tuple(
             _Secret(t) for t in sorted({t for t in texts if len(t) >= 4}, key=len, reverse=True)
         )
-        self.session = session or self._new_session()
+        self.session = session or self._new_session(self.base_url)
         self.user_agent = f"django-paycollect/{__version__} python-requests/{requests.__version__}"
         # Tests replace this to avoid waiting; nothing else should.
         self._sleep: Callable[[float], None] = time.sleep
@@ -189,12 +190,18 @@ class Transport:
         return f"{type(self).__name__}({self.base_url!r}, api_key={shown})"
 
     @staticmethod
-    def _new_session() -> requests.Session:
+    def _new_session(base_url: str) -> requests.Session:
         session = requests.Session()
         # urllib3 must never retry on its own: this class alone decides what may be resent.
         adapter = HTTPAdapter(pool_connections=4, pool_maxsize=16, max_retries=0)
         session.mount("https://", adapter)
         session.mount("http://", adapter)
+        # The environment's proxy and CA bundle, read once for the one host this session talks to:
+        # requests would read the whole environment again on every request: a third of a fetch's
+        # instructions with 35 variables set.
+        session.proxies = requests.utils.get_environ_proxies(base_url)
+        session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+        session.trust_env = False
         return session
 
     def close(self) -> None:

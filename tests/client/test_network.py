@@ -304,3 +304,53 @@ def test_a_real_exchange_sends_the_exact_bytes(servers):
     assert headers["user-agent"].startswith("django-paycollect/")
     assert "authorization" not in headers
     assert body == f'{{"transaction_uuid": "{TX_UUID}"}}'.encode()
+
+
+# --- the environment's proxy --------------------------------------------------------------
+
+
+@pytest.fixture
+def proxy_environment(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "NO_PROXY",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    return monkeypatch
+
+
+def test_the_environment_s_proxy_is_used_as_read_when_the_client_was_made(servers, proxy_environment):
+    proxy = serve(servers, answer(envelope({"id": 5501, "status": "PENDING"})))
+    proxy_environment.setenv("HTTP_PROXY", proxy.base_url)
+    made, _ = loopback_client("http://pay.example.test")
+    # Read once, not again for every request: requests would scan the whole environment each time.
+    proxy_environment.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+
+    with made:
+        got = made.get_transaction(community_id=COMMUNITY, transaction_uuid=TX_UUID)
+
+    assert got.result.status == "PENDING"
+    first_line = proxy.requests[0].split(b"\r\n")[0].decode()
+    assert (
+        first_line
+        == f"GET http://pay.example.test/api/v1/communities/{COMMUNITY}/transactions/{TX_UUID}/ HTTP/1.1"
+    )
+
+
+def test_no_proxy_and_the_ca_bundle_of_the_environment_are_honoured(servers, proxy_environment, closed_port):
+    server = serve(servers, answer(envelope({"id": 5501, "status": "PENDING"})))
+    proxy_environment.setenv("HTTP_PROXY", f"http://127.0.0.1:{closed_port}")
+    proxy_environment.setenv("NO_PROXY", "127.0.0.1")
+    proxy_environment.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/certs/our-ca.pem")
+    made, _ = loopback_client(server.base_url)
+
+    with made:
+        made.get_transaction(community_id=COMMUNITY, transaction_uuid=TX_UUID)
+
+    assert server.requests[0].startswith(f"GET /api/v1/communities/{COMMUNITY}/".encode())
+    assert made.session.verify == "/etc/ssl/certs/our-ca.pem"
