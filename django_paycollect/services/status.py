@@ -65,6 +65,17 @@ def apply_status(txn: Transaction, reported: str, *, source: str) -> bool:
     return True
 
 
+def leaves_status(txn: Transaction, reported: str) -> bool:
+    """Whether :func:`apply_status` would leave ``txn`` exactly as it is: a known status, the one recorded
+    already, and not forward of ours (what most fetches of an open payment say)."""
+    return (
+        reported == txn.service_status
+        and reported in Transaction.KNOWN_SERVICE_STATUSES
+        and not txn.status_unrecognised
+        and _RANK[reported] <= _RANK[txn.status]
+    )
+
+
 def _set_local_status(txn: Transaction, status: str, *, source: str) -> None:
     before = txn.status
     if before == status:

@@ -16,7 +16,7 @@ from django.db import connection
 
 from django_paycollect import services
 from django_paycollect.exceptions import PaymentRefused
-from django_paycollect.models import Refund, Transaction
+from django_paycollect.models import ApiCall, Refund, Transaction
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -67,6 +67,29 @@ def test_concurrent_syncs_send_payment_succeeded_once(paycollect_live, pay, sign
     assert all(isinstance(r, Transaction) for r in results), results
     assert signal_log.count("payment_succeeded") == 1
     assert Transaction.objects.get(pk=txn.pk).status_changes.filter(to_status="SUCCESSFUL").count() == 1
+
+
+def test_syncs_racing_a_payment_completed_midway_change_it_once_and_record_every_fetch(
+    paycollect_live, pay, signal_log
+):
+    """Each sync holds the row as read before the race: the fetches answered PENDING take the unlocked
+    write, those answered SUCCESSFUL the locked one; whatever the order, nothing moves back or twice."""
+    txn = pay("100.00")
+    read = [Transaction.objects.get(pk=txn.pk) for _ in range(8)]
+
+    def work(i: int) -> Any:
+        if i == 0:
+            return paycollect_live.control.complete(txn.uuid, "SUCCESSFUL")
+        return services.sync_transaction(read[i], source=f"t{i}")
+
+    results = race(8, work)
+    assert all(not isinstance(r, Exception) for r in results), results
+    services.sync_transaction(Transaction.objects.get(pk=txn.pk))  # after the race: the service's last word
+    stored = Transaction.objects.get(pk=txn.pk)
+    assert stored.status == Transaction.SUCCESSFUL
+    assert stored.status_changes.filter(to_status="SUCCESSFUL").count() == 1
+    assert signal_log.count("payment_succeeded") == 1
+    assert ApiCall.objects.filter(transaction=txn, operation="get_transaction").count() == 8
 
 
 def test_concurrent_starts_for_one_reference_charge_once(paycollect_live, pay):

@@ -410,6 +410,74 @@ def test_a_sync_reads_the_community_once_per_run_and_writes_only_what_changed(pa
     assert ApiCall.objects.filter(operation="get_transaction", transaction__in=txns).count() == 3
 
 
+def _transaction_statements(captured) -> tuple[list[str], list[str]]:
+    """The SELECTs and the UPDATEs of the transactions' table among captured statements."""
+    sqls = [q["sql"] for q in captured.captured_queries]
+    table = '"paycollect_transaction"'
+    return (
+        [sql for sql in sqls if sql.startswith("SELECT") and f"FROM {table}" in sql],
+        [sql for sql in sqls if sql.startswith(f"UPDATE {table}")],
+    )
+
+
+def test_a_fetch_that_changes_nothing_reads_no_row_and_writes_only_what_every_fetch_writes(
+    paycollect_live, pay, signal_log
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    txn = pay("10.00")
+    read = Transaction.objects.get(pk=txn.pk)
+    signal_log.sent.clear()
+    with CaptureQueriesContext(connection) as captured:
+        synced = services.sync_transaction(read, source="reconcile")
+
+    selects, [update] = _transaction_statements(captured)
+    assert selects == []  # no locked re-read: one guarded UPDATE
+    written = re.findall(r'"(\w+)" = ', update.split(" WHERE ")[0])
+    assert written == ["raw", "last_synced_at", "fetch_sent_at", "updated_at"]
+    stored = Transaction.objects.get(pk=txn.pk)
+    assert (stored.status, synced.status) == (Transaction.PENDING, Transaction.PENDING)
+    assert stored.raw["uuid"] == txn.uuid
+    assert stored.last_synced_at == synced.last_synced_at is not None
+    assert stored.fetch_sent_at == synced.fetch_sent_at is not None
+    assert ApiCall.objects.filter(operation="get_transaction", transaction=txn).count() == 1
+    assert not TransactionStatusChange.objects.filter(transaction=txn, source="reconcile").exists()
+    assert signal_log.sent == []
+
+
+@pytest.mark.parametrize(
+    ("changed", "expected"),
+    [
+        # A callback verified meanwhile: the late fetch saying PENDING moves nothing back.
+        ({"status": Transaction.SUCCESSFUL}, {"status": Transaction.SUCCESSFUL}),
+        # An outcome recorded as unknown meanwhile: the fetch settles it, as a locked sync does.
+        ({"outcome_unknown": True}, {"outcome_unknown": False, "status": Transaction.PENDING}),
+    ],
+    ids=["status", "outcome_unknown"],
+)
+def test_a_row_changed_since_it_was_read_is_applied_under_the_lock(paycollect_live, pay, changed, expected):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    txn = pay("10.00")
+    read = Transaction.objects.get(pk=txn.pk)
+    Transaction.objects.filter(pk=txn.pk).update(**changed)  # another process, after our read
+
+    with CaptureQueriesContext(connection) as captured:
+        synced = services.sync_transaction(read, source="reconcile")
+
+    selects, updates = _transaction_statements(captured)
+    assert len(selects) == 1  # the guarded UPDATE wrote nothing: read again, under the row lock
+    assert len(updates) == 2
+    stored = Transaction.objects.get(pk=txn.pk)
+    for name, value in expected.items():
+        assert getattr(stored, name) == getattr(synced, name) == value, name
+    assert stored.last_synced_at is not None
+    assert ApiCall.objects.filter(operation="get_transaction", transaction=txn).count() == 1
+    assert not TransactionStatusChange.objects.filter(transaction=txn, source="reconcile").exists()
+
+
 def test_a_fetch_whose_answer_cannot_be_applied_is_still_recorded(paycollect_live, pay, monkeypatch):
     txn = pay("10.00")
     paycollect_live.control.complete(txn.uuid)
