@@ -67,8 +67,9 @@ def prune(
 ) -> PruneResult:
     """Delete ApiCall and ReceivedCallback rows older than ``older_than``, ``batch_size`` rows at a time.
 
-    Each batch is one short transaction deleting a range of primary keys, so a million rows never
-    hold a lock or a transaction for long, and memory holds one batch of ids. Callbacks never
+    Each batch is one short transaction deleting a range of primary keys found by reading one key, so
+    a million rows never hold a lock or a transaction for long, and memory holds no list of ids (but
+    the last batch's, and the keys of callbacks, whose deletion Django collects). Callbacks never
     processed are kept unless ``include_unprocessed``. ``progress(name, deleted, total)`` is called
     after each batch.
     """
@@ -114,26 +115,28 @@ def _delete_in_batches(
     remaining = queryset
     while True:
         with transaction.atomic(using=using):
-            pks = list(remaining.order_by("pk").values_list("pk", flat=True)[:batch_size])
-            if not pks:
-                break
-            # The first batch_size matching rows are exactly the matching rows between the first and
-            # the last pk: one DELETE by a closed pk range, no list of thousands of parameters. The
-            # lower bound matters: without it the planner may scan every remaining old row again in
-            # each batch, which made pruning a million rows quadratic.
-            batch = queryset.filter(pk__gte=pks[0], pk__lte=pks[-1])
+            keys = remaining.order_by("pk").values_list("pk", flat=True)
+            # The batch is every matching row up to the batch_size-th matching key: one key read (no list
+            # of thousands in memory), then one DELETE by a closed key range.
+            last = next(iter(keys[batch_size - 1 : batch_size]), None)
+            final = last is None
+            if final:  # fewer left than a batch: the last one, if any
+                rest = list(keys[:batch_size])
+                if not rest:
+                    break
+                last = rest[-1]
             # Django deletes rows that nothing points at and no signal receiver watches (API calls,
             # fetch marks) with one DELETE; callbacks run on_delete (a redelivery's duplicate_of is set
             # to null), reading only their primary keys, never their bodies.
-            _total, per_model = batch.only("pk").delete()
+            _total, per_model = remaining.filter(pk__lte=last).only("pk").delete()
             deleted += per_model.get(queryset.model._meta.label, 0)
         # The next batch starts after the last deleted key: read from the start each time, the pk
         # index would walk past every row deleted so far (dead entries until a vacuum), which made
         # pruning quadratic in the rows deleted.
-        remaining = queryset.filter(pk__gt=pks[-1])
+        remaining = queryset.filter(pk__gt=last)
         batches += 1
         if progress is not None:
             progress(name, deleted, max(total, deleted))
-        if len(pks) < batch_size:
+        if final:
             break
     return deleted, batches

@@ -55,20 +55,22 @@ def test_an_exact_multiple_of_the_batch_size_needs_no_empty_delete():
     assert (result.api_calls, result.batches, len(deletes(queries))) == (10, 2, 2)
 
 
-def test_each_batch_resumes_after_the_last_deleted_key():
+def test_each_batch_reads_one_key_and_resumes_after_the_last_deleted_one():
     make_calls(5, OLD)
     last_of_first_batch = sorted(ApiCall.objects.values_list("pk", flat=True))[1]
     with CaptureQueriesContext(connection) as queries:
-        reconciliation.prune(dt.timedelta(days=90), batch_size=2)
-    reads = [
-        q["sql"]
-        for q in queries.captured_queries
-        if q["sql"].startswith('SELECT "paycollect_apicall"."id"') and "LIMIT 2" in q["sql"]
+        result = reconciliation.prune(dt.timedelta(days=90), batch_size=2)
+    assert (result.api_calls, result.batches) == (5, 3)
+    key_reads = [
+        q["sql"] for q in queries.captured_queries if q["sql"].startswith('SELECT "paycollect_apicall"."id"')
     ]
-    assert len(reads) == 3
+    # Each full batch reads only its last key; the keys themselves are read once, for the last two rows.
+    bounds = [sql for sql in key_reads if "LIMIT 1 OFFSET 1" in sql]
+    assert len(bounds) == 3
+    assert len([sql for sql in key_reads if sql.endswith("LIMIT 2")]) == 1
     # Not from the start again: the index would walk past every row deleted so far.
-    assert '"id" >' not in reads[0]
-    assert f'"paycollect_apicall"."id" > {last_of_first_batch}' in reads[1]
+    assert '"id" >' not in bounds[0]
+    assert f'"paycollect_apicall"."id" > {last_of_first_batch}' in bounds[1]
 
 
 def test_keeps_newer_rows_and_callbacks_never_processed():
