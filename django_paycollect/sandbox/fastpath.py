@@ -66,7 +66,7 @@ def _convert(row: Sequence[Any], converters: list[tuple[Any, list[_Converter]]])
 
 @dataclass(frozen=True)
 class _Statements:
-    fault_operations: str
+    faults: str
     transaction: str
     transaction_qmark: str
     transaction_converters: list[tuple[Any, list[_Converter]]]
@@ -110,7 +110,10 @@ def _build() -> _Statements:
         f"WHERE t.{_column(Transaction, 'uuid')} = %s AND t.{_column(Transaction, 'community')} = %s"
     )
     return _Statements(
-        fault_operations=f"SELECT DISTINCT {_column(Fault, 'operation')} FROM {_table(Fault)}",  # noqa: S608
+        faults=(
+            f"SELECT {', '.join(_column(Fault, name) for name in _FAULT_FIELDS)} "  # noqa: S608
+            f"FROM {_table(Fault)} ORDER BY {_column(Fault, 'id')}"
+        ),
         transaction=transaction_sql,
         transaction_qmark=transaction_sql.replace("%s", "?"),
         transaction_converters=_converters(tx_fields),
@@ -140,24 +143,45 @@ def _sql() -> _Statements:
 # mounted under several workers) apply within this time.
 TRUST_SECONDS = 1.0
 
-_fault_operations: frozenset[str] = frozenset()
+_FAULT_FIELDS = ("id", "operation", "kind", "status_code", "body", "latency_ms", "after_work", "remaining")
+
+
+@dataclass(frozen=True)
+class FaultRow:
+    """A stored fault as last read (see :data:`TRUST_SECONDS`)."""
+
+    id: int
+    operation: str
+    kind: str
+    status_code: int | None
+    body: str
+    latency_ms: int
+    after_work: bool
+    remaining: int | None
+
+
+_faults: tuple[FaultRow, ...] = ()
 _faults_read_at = -TRUST_SECONDS
 # Bumped by forget_faults(): a read that started before a change is used once but never cached,
 # so a fault injected while another thread was reading takes effect at once.
 _faults_generation = 0
 
 
-def fault_pending(operation: str) -> bool:
-    global _fault_operations, _faults_read_at
-    operations = _fault_operations
+def oldest_fault(operation: str) -> FaultRow | None:
+    """The oldest stored fault for ``operation`` (or for every operation), as last read."""
+    global _faults, _faults_read_at
+    rows = _faults
     if time.monotonic() - _faults_read_at >= TRUST_SECONDS:
         generation = _faults_generation
         with connection.cursor() as cursor:
-            cursor.execute(_sql().fault_operations)
-            operations = frozenset(str(row[0]) for row in cursor.fetchall())
+            cursor.execute(_sql().faults)
+            rows = tuple(
+                FaultRow(int(id_), str(op), str(kind), code, str(body), int(latency), bool(after), left)
+                for id_, op, kind, code, body, latency, after, left in cursor.fetchall()
+            )
         if generation == _faults_generation:
-            _fault_operations, _faults_read_at = operations, time.monotonic()
-    return operation in operations or "*" in operations
+            _faults, _faults_read_at = rows, time.monotonic()
+    return next((row for row in rows if row.operation in (operation, "*")), None)
 
 
 def forget_faults() -> None:

@@ -301,3 +301,31 @@ def test_api_payments_created_after_seeding_chosen_ids_get_fresh_ids(settings: S
     community = ApiPayment.objects.get(pk=1).community
     created = ApiPayment.objects.create(community=community, name="Another API payment")
     assert created.pk not in (1, 2)
+
+
+def test_a_fault_on_every_request_is_read_once_a_second_and_never_written(identity: dict[str, Any]) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from django_paycollect.sandbox import fastpath
+    from django_paycollect.sandbox.models import Fault
+
+    standing = faults.create(
+        {"operation": "fetch_transaction", "kind": "latency", "latency_ms": 5, "times": None}
+    )
+    counted = faults.create({"operation": "pay", "kind": "status", "status": 503, "times": 1})
+    fastpath.forget_faults()  # what the commit of each creation does
+    assert faults.take("fetch_transaction") is not None  # read, then trusted for a second
+
+    with CaptureQueriesContext(connection) as queries:
+        taken = [faults.take("fetch_transaction") for _ in range(3)]
+
+    # A latency on every fetch holds back no other request: no query, no write lock, nothing used up.
+    assert queries.captured_queries == []
+    assert {(f.kind, f.latency_ms) for f in taken if f is not None} == {("latency", 5)}
+    assert Fault.objects.get(pk=standing.pk).remaining is None
+    # A fault for a number of requests is still used up under the lock, once.
+    assert faults.take("pay") is not None
+    fastpath.forget_faults()
+    assert faults.take("pay") is None
+    assert not Fault.objects.filter(pk=counted.pk).exists()
