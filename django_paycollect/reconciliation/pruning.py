@@ -112,7 +112,13 @@ def _delete_in_batches(
     total = queryset.count() if progress is not None else 0
     using = router.db_for_write(queryset.model)
     deleted = batches = 0
-    remaining = queryset
+    # Every statement is bounded below by a key, the first batch by the table's first one: without it
+    # SQLite reads the whole created_at index (and sorts it) to find the first batch.
+    first = queryset.model._base_manager.using(using).order_by("pk").values_list("pk", flat=True)[:1]
+    start = next(iter(first), None)
+    if start is None:
+        return 0, 0
+    remaining = queryset.filter(pk__gte=start)
     while True:
         with transaction.atomic(using=using):
             keys = remaining.order_by("pk").values_list("pk", flat=True)

@@ -57,7 +57,7 @@ def test_an_exact_multiple_of_the_batch_size_needs_no_empty_delete():
 
 def test_each_batch_reads_one_key_and_resumes_after_the_last_deleted_one():
     make_calls(5, OLD)
-    last_of_first_batch = sorted(ApiCall.objects.values_list("pk", flat=True))[1]
+    keys = sorted(ApiCall.objects.values_list("pk", flat=True))
     with CaptureQueriesContext(connection) as queries:
         result = reconciliation.prune(dt.timedelta(days=90), batch_size=2)
     assert (result.api_calls, result.batches) == (5, 3)
@@ -68,9 +68,13 @@ def test_each_batch_reads_one_key_and_resumes_after_the_last_deleted_one():
     bounds = [sql for sql in key_reads if "LIMIT 1 OFFSET 1" in sql]
     assert len(bounds) == 3
     assert len([sql for sql in key_reads if sql.endswith("LIMIT 2")]) == 1
-    # Not from the start again: the index would walk past every row deleted so far.
-    assert '"id" >' not in bounds[0]
-    assert f'"paycollect_apicall"."id" > {last_of_first_batch}' in bounds[1]
+    # Bounded below by a key: the table's first, then the last deleted one (never from the start again:
+    # an index would walk past every row deleted so far).
+    assert f'"paycollect_apicall"."id" >= {keys[0]}' in bounds[0]
+    assert f'"paycollect_apicall"."id" > {keys[1]}' in bounds[1]
+    deleting = deletes(queries)
+    assert f'"id" >= {keys[0]}' in deleting[0]
+    assert all(f'"id" > {keys[i]}' in sql for i, sql in zip((1, 3), deleting[1:], strict=True))
 
 
 def test_keeps_newer_rows_and_callbacks_never_processed():
