@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
 # Start a throwaway PostgreSQL on loopback for the locking tests and print the PAYCOLLECT_TEST_POSTGRES value.
 # Usage: eval "$(bash .ci/postgres.sh)"   (installs Debian's postgresql when missing; needs root for that)
+#        bash .ci/postgres.sh stop        (stops the server on that port, if it runs)
 set -euo pipefail
+port=${PAYCOLLECT_PG_PORT:-55432}
+data=${PAYCOLLECT_PG_DATA:-/tmp/paycollect-pg-$port}
+run() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+if [ "${1:-}" = stop ]; then
+  for bin in /usr/lib/postgresql/*/bin; do
+    if [ -x "$bin/pg_ctl" ] && run "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+      run "$bin/pg_ctl" -D "$data" -w -m fast stop >&2
+    fi
+  done
+  exit 0
+fi
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >&2
 fi
 bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
-port=${PAYCOLLECT_PG_PORT:-55432}
-data=${PAYCOLLECT_PG_DATA:-/tmp/paycollect-pg-$port}
-run() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 if ! run "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1; then
   rm -rf "$data"; mkdir -p "$data"
   [ "$(id -u)" = 0 ] && chown postgres "$data"

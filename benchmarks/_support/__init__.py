@@ -14,7 +14,8 @@ import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,102 @@ def fresh_postgres_database(spec: str, suffix: str) -> str:
         conn.execute(f'DROP DATABASE IF EXISTS "{bench}"')
         conn.execute(f'CREATE DATABASE "{bench}"')
     return f"{host}:{port}:{bench}:{user}"
+
+
+def _answers(spec: str) -> bool:
+    """Whether a PostgreSQL server answers at ``spec``'s host and port."""
+    import psycopg
+
+    host, port, _name, user = spec.split(":")
+    try:
+        psycopg.connect(host=host, port=port, user=user, dbname="postgres", connect_timeout=3).close()
+    except psycopg.OperationalError:
+        return False
+    return True
+
+
+@contextmanager
+def postgres_databases(*suffixes: str) -> Iterator[list[str]]:
+    """New databases ``<dbname>_<suffix>`` for one benchmark, dropped on exit; yields their specs.
+
+    On the server of ``PAYCOLLECT_BENCH_POSTGRES`` or ``PAYCOLLECT_TEST_POSTGRES`` when set, or on the one
+    ``.ci/postgres.sh`` runs on ``PAYCOLLECT_PG_PORT``: started when none answers there, and then stopped on
+    exit as well, so a benchmark leaves the machine as it found it.
+    """
+    import subprocess
+
+    configured = os.environ.get("PAYCOLLECT_BENCH_POSTGRES") or os.environ.get("PAYCOLLECT_TEST_POSTGRES")
+    port = os.environ.get("PAYCOLLECT_PG_PORT", "55432")
+    started = not configured and not _answers(f"127.0.0.1:{port}:postgres:postgres")
+    server = postgres_server()
+    specs: list[str] = []
+    try:
+        specs += [fresh_postgres_database(server, suffix) for suffix in suffixes]
+        yield specs
+    finally:
+        for spec in specs:
+            _drop_database(spec)
+        if started:
+            script = str(REPO / ".ci" / "postgres.sh")
+            subprocess.run(["/bin/bash", script, "stop"], check=False)  # noqa: S603 (our own script)
+
+
+@contextmanager
+def postgres_database(suffix: str) -> Iterator[str]:
+    """One database of :func:`postgres_databases`."""
+    with postgres_databases(suffix) as (spec,):
+        yield spec
+
+
+def copy_postgres_database(source: str, target: str) -> None:
+    """Make ``target``'s database a copy of ``source``'s (``CREATE DATABASE ... TEMPLATE``)."""
+    import psycopg
+
+    host, port, name, user = source.split(":")
+    copy = target.split(":")[2]
+    with psycopg.connect(host=host, port=port, user=user, dbname="postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{copy}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{copy}" TEMPLATE "{name}"')
+
+
+def _drop_database(spec: str) -> None:
+    import psycopg
+
+    try:
+        from django.db import connections
+
+        connections.close_all()  # ours; FORCE ends any other session (a child process killed midway)
+    except Exception:  # noqa: S110 (Django may not be set up yet)
+        pass
+    host, port, name, user = spec.split(":")
+    with psycopg.connect(host=host, port=port, user=user, dbname="postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def postgres_cpu_seconds(spec: str) -> float | None:
+    """User plus system CPU seconds of the PostgreSQL server of ``spec`` so far: the postmaster, the
+    processes it runs (backends, writers, autovacuum) and those it has reaped (Linux /proc, the server on
+    this machine and readable; None otherwise)."""
+    import psycopg
+
+    host, port, name, user = spec.split(":")
+    try:
+        with psycopg.connect(host=host, port=port, user=user, dbname=name) as conn:
+            row = conn.execute("SHOW data_directory").fetchone()
+        master = int((Path(row[0]) / "postmaster.pid").read_text().split()[0]) if row else 0
+        ticks = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # a process that ended meanwhile
+            if int(stat.parent.name) == master:
+                ticks += sum(int(value) for value in fields[11:15])  # its own, and its reaped children's
+            elif int(fields[1]) == master:
+                ticks += int(fields[11]) + int(fields[12])
+    except (OSError, ValueError, psycopg.Error):
+        return None
+    return ticks / os.sysconf("SC_CLK_TCK") if master else None
 
 
 def setup_django_on_postgres(spec: str) -> None:
@@ -283,13 +380,20 @@ def write_section(
     measures: Sequence[Measure],
     details: Sequence[str] = (),
     command: str = "",
+    notes: Sequence[str] = (),
 ) -> None:
-    """Replace (or add) the section ``slug`` of docs/performance.md, and refresh the machine block."""
+    """Replace (or add) the section ``slug`` of docs/performance.md, and refresh the machine block.
+
+    ``notes``: paragraphs after the table (why a target is missed, from this run's numbers)."""
     described = machine()
     when = now_text()
+    load = described["load average (1, 5, 15 min) at the end"]
+    by = command or "benchmarks/" + slug + ".py"
     body = [f"<!-- bench:{slug} -->", f"## {title}", ""]
-    body += [f"Measured {when} by `{command or 'benchmarks/' + slug + '.py'}`. {summary}", ""]
+    body += [f"Measured {when} by `{by}` (load average {load} at the end). {summary}", ""]
     body.append(_table(measures))
+    for note in notes:
+        body += [note, ""]
     if details:
         body += ["```text", *details, "```", ""]
     body.append(f"<!-- /bench:{slug} -->")
