@@ -96,8 +96,6 @@ def _sync(
         raise
 
 
-#: Columns a sync never writes: left out of its locked read.
-_SYNC_DEFERRED = ("custom_fields", "kiosk_message", "last_error")
 #: Columns a sync may change, written only when they did (with what it always writes).
 _SYNC_MAY_CHANGE = (
     "service_id",
@@ -132,7 +130,8 @@ def _apply_fetched(
         if not created and _changes_nothing(txn, fetched) and _record_unchanged(txn, envelope, sent_at):
             return txn
         if not created:  # a row this block created is locked already, and fully read
-            txn = Transaction.objects.select_for_update().defer(*_SYNC_DEFERRED).get(pk=txn.pk)
+            # The whole row: Django's deferred loading costs more than the few small columns it would skip.
+            txn = Transaction.objects.select_for_update().get(pk=txn.pk)
         before = {name: getattr(txn, name) for name in _SYNC_MAY_CHANGE}
         txn.raw = json_safe(envelope.data)
         txn.last_synced_at = timezone.now()
