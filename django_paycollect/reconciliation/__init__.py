@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from .ages import format_age as format_age
 from .ages import parse_age as parse_age
+from .pruning import BATCH_SIZE as BATCH_SIZE
 from .pruning import FINAL_CALLBACK_STATES as FINAL_CALLBACK_STATES
 from .pruning import PruneResult as PruneResult
 from .pruning import prune as prune

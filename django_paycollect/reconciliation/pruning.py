@@ -53,6 +53,11 @@ class PruneResult:
 
 PruneProgress = Callable[[str, int, int], None]
 
+#: Rows per batch by default. Each batch costs milliseconds besides its rows (its key read, its commit,
+#: Django's delete): on PostgreSQL a million rows took 2.0x one DELETE in batches of 5,000, 1.7x in batches
+#: of 10,000, whose locks last tens of milliseconds.
+BATCH_SIZE = 10_000
+
 #: Final callback states: nothing will happen to such a callback any more.
 FINAL_CALLBACK_STATES = (ReceivedCallback.PROCESSED, ReceivedCallback.DUPLICATE, ReceivedCallback.INVALID)
 
@@ -62,7 +67,7 @@ def prune(
     *,
     dry_run: bool = False,
     include_unprocessed: bool = False,
-    batch_size: int = 5000,
+    batch_size: int = BATCH_SIZE,
     progress: PruneProgress | None = None,
 ) -> PruneResult:
     """Delete ApiCall and ReceivedCallback rows older than ``older_than``, ``batch_size`` rows at a time.

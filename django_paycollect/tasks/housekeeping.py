@@ -40,7 +40,10 @@ def reconcile_chunk(self: Any, pks: list[int]) -> dict[str, Any]:
 
 @shared_task(name="paycollect.prune", **_REDELIVERABLE)
 def prune(
-    self: Any, older_than: str = "90d", include_unprocessed: bool = False, batch_size: int = 5000
+    self: Any,
+    older_than: str = "90d",
+    include_unprocessed: bool = False,
+    batch_size: int = reconciliation.BATCH_SIZE,
 ) -> dict[str, Any]:
     """Delete old ApiCall and ReceivedCallback rows in batches (see ``reconciliation.prune``)."""
     result = reconciliation.prune(

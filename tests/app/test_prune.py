@@ -48,6 +48,13 @@ def test_deletes_in_batches_of_short_transactions():
     assert ApiCall.objects.count() == 10
 
 
+def test_batches_are_of_ten_thousand_rows_by_default():
+    make_calls(10_001, OLD)
+    result = reconciliation.prune(dt.timedelta(days=90))
+    assert (result.api_calls, result.batches) == (10_001, 2)
+    assert reconciliation.BATCH_SIZE == 10_000
+
+
 def test_an_exact_multiple_of_the_batch_size_needs_no_empty_delete():
     make_calls(10, OLD)
     with CaptureQueriesContext(connection) as queries:

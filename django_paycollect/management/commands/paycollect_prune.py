@@ -30,7 +30,11 @@ class Command(BaseCommand):
             help="delete old callbacks that were never processed too",
         )
         parser.add_argument(
-            "--batch-size", type=int, default=5000, metavar="N", help="rows per transaction (default 5000)"
+            "--batch-size",
+            type=int,
+            default=reconciliation.BATCH_SIZE,
+            metavar="N",
+            help=f"rows per transaction (default {reconciliation.BATCH_SIZE})",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
