@@ -292,6 +292,11 @@ class Migration(migrations.Migration):
             model_name='transaction',
             index=models.Index(condition=models.Q(('uuid__isnull', False)), fields=['community_id'], name='paycollect_txn_report_known'),
         ),
+        # Payments open at the service, by community and age (the dashboard's count of those open too long).
+        migrations.AddIndex(
+            model_name='transaction',
+            index=models.Index(condition=models.Q(('status', 'PENDING'), models.Q(('status', 'NEW'), ('uuid__isnull', False)), _connector='OR'), fields=['community_id', 'created_at'], name='paycollect_txn_open'),
+        ),
         # The admin at millions of rows: its sorts and exact searches read indexes.
         migrations.AddIndex(
             model_name='receivedcallback',

@@ -339,6 +339,13 @@ class Transaction(models.Model):
                 condition=Q(succeeded_at__isnull=False) & ~Q(parent_uuid="") & ~Q(parent_uuid=F("uuid")),
                 name="paycollect_txn_report_renewal",
             ),
+            # Payments open at the service (reconciliation.open_at_the_service), by community and age: the
+            # dashboard counts those open too long to fetch any more. Partial: open rows are few.
+            models.Index(
+                fields=["community_id", "created_at"],
+                condition=Q(status="PENDING") | Q(status="NEW", uuid__isnull=False),
+                name="paycollect_txn_open",
+            ),
             # Transactions the service accepted, counted beside its statistics.
             models.Index(
                 fields=["community_id"], condition=Q(uuid__isnull=False), name="paycollect_txn_report_known"
