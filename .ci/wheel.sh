@@ -88,7 +88,12 @@ PY
 
 # --- step 4: migrate and check (system checks as errors, the deployment ones aside) ---
 python manage.py migrate --noinput -v 1 | grep -E "Applying paycollect|No migrations"
-python manage.py showmigrations paycollect | grep -q '\[X\] 0001_initial'
+# Read whole before matching: `grep -q` stops reading at its match, and showmigrations then fails on the
+# closed pipe (pipefail).
+migrations=$(python manage.py showmigrations paycollect)
+if grep -q '\[ \]' <<<"$migrations" || ! grep -q '\[X\] 0001_initial' <<<"$migrations"; then
+  echo "migrations not all applied:" >&2; echo "$migrations" >&2; exit 1
+fi
 python manage.py check --database default --fail-level WARNING
 python manage.py collectstatic --noinput -v 0
 test -f static/paycollect/return-waiting.js
