@@ -138,6 +138,14 @@ def test_command_prints_progress_and_counts():
     assert "4 batch(es)" in text
 
 
+def test_command_at_verbosity_zero_prints_nothing_and_still_deletes():
+    make_calls(7, OLD)
+    out = StringIO()
+    call_command("paycollect_prune", "--older-than", "90d", "--batch-size", "5", verbosity=0, stdout=out)
+    assert out.getvalue() == ""
+    assert ApiCall.objects.count() == 0
+
+
 def test_command_dry_run():
     make_calls(4, OLD)
     out = StringIO()

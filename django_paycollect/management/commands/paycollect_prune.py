@@ -41,8 +41,7 @@ class Command(BaseCommand):
         verbosity = int(options["verbosity"])
 
         def progress(name: str, deleted: int, total: int) -> None:
-            if verbosity:
-                self.stdout.write(f"  {name}: {deleted}/{total} deleted")
+            self.stdout.write(f"  {name}: {deleted}/{total} deleted")
 
         if options["batch_size"] < 1:
             raise CommandError("--batch-size must be at least 1")
@@ -51,7 +50,8 @@ class Command(BaseCommand):
             dry_run=options["dry_run"],
             include_unprocessed=options["include_unprocessed"],
             batch_size=options["batch_size"],
-            progress=progress,
+            progress=progress if verbosity else None,  # and without progress, no count before the batches
         )
-        for line in result.lines():
-            self.stdout.write(line)
+        if verbosity:  # 0 is for scripts and cron: nothing printed but errors
+            for line in result.lines():
+                self.stdout.write(line)
