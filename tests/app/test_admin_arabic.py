@@ -412,10 +412,12 @@ def test_every_changelist_with_every_choice_of_every_filter_reads_in_arabic(admi
     assert seen > len(cl.filter_specs)
 
 
-@pytest.mark.parametrize("model", registered(), ids=lambda model: model._meta.model_name)
+@pytest.mark.parametrize(
+    "model",
+    [model for model in registered() if model._meta.model_name != "dashboard"],  # a page, not objects
+    ids=lambda model: model._meta.model_name,
+)
 def test_every_change_page_of_every_object_and_its_history_read_in_arabic(admin_client, model):
-    if model._meta.model_name == "dashboard":
-        pytest.skip("the dashboard has no objects")
     objects = list(model._default_manager.all())
     assert objects, model
     for obj in objects:
