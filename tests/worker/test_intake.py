@@ -37,8 +37,10 @@ def held_by_the_publisher(sb: Any, start_worker: Any, start_web: Any, settings: 
     """Six paid callbacks to one web process whose publisher, after its first publish, waits an hour before
     the next: the first is verified, the five others are stored and answered 200, and held."""
     uuids = paid_at_the_sandbox(sb, 6)
-    start_worker(concurrency=2)
+    # Before any process starts: each reads the settings once, and a sweep task may run in any worker, which
+    # must then count the callbacks overdue after the same CALLBACK_REQUEUE_AFTER.
     configure(settings, CALLBACK_PUBLISH_LINGER=3600)
+    start_worker(concurrency=2)
     web = start_web(processes=1)
     assert post_all(web.url, claims(uuids[:1])) == [200]
     wait_for("the first to be verified", lambda: CB.objects.filter(state=CB.PROCESSED).count() == 1)
