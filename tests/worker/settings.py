@@ -21,10 +21,14 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ["PAYCOLLECT_WORKER_QUEUE"]
 # A message taken by a worker that dies goes back to the queue after 4 s (the default is an hour), and
 # the sweep that puts it back runs every second, so the redelivery tests take seconds.
 # PAYCOLLECT_WORKER_VISIBILITY_TIMEOUT=7200 (the example project's) shows what the sweep does without it.
+# Every worker takes a lock in Redis around that sweep. A worker killed while holding it (the tests kill
+# workers, and on a loaded machine the sweep lasts long enough to be caught) would stop every other
+# worker's sweep for the lock's default 5 minutes; here it lapses after 5 s.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": int(os.environ.get("PAYCOLLECT_WORKER_VISIBILITY_TIMEOUT", "4")),
     "unacked_restore_interval": 1,
     "unacked_restore_throttle": 1,
+    "unacked_mutex_expire": 5,
 }
 # A worker started with an embedded beat (-B) runs the app's sweep every PAYCOLLECT_WORKER_SWEEP_EVERY
 # seconds instead of every minute, so the tests of lost messages take seconds.
