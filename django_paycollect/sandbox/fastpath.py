@@ -181,7 +181,7 @@ def oldest_fault(operation: str) -> FaultRow | None:
             )
         if generation == _faults_generation:
             _faults, _faults_read_at = rows, time.monotonic()
-    return next((row for row in rows if row.operation in (operation, "*")), None)
+    return next((row for row in rows if row.operation in (operation, Fault.ANY_OPERATION)), None)
 
 
 def forget_faults() -> None:

@@ -38,7 +38,7 @@ OPERATIONS = (
     "dashboard_statistics",
     "direct_order",
 )
-ANY_OPERATION = "*"
+ANY_OPERATION = Fault.ANY_OPERATION
 
 DEFAULT_HTML = (
     "<!DOCTYPE html><html><head><title>Access denied</title></head>"

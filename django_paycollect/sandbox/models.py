@@ -283,6 +283,9 @@ class Fault(models.Model):
         RESET = "reset"  # reset the connection before the work
         DROP_AFTER = "drop_after"  # do the work, then drop the connection without answering
 
+    #: The ``operation`` of a fault that applies to every operation.
+    ANY_OPERATION = "*"
+
     operation = models.CharField(max_length=32)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     status_code = models.PositiveIntegerField(null=True, blank=True)
