@@ -87,10 +87,13 @@ atexit.register(publisher.close)
 
 
 def sweep(limit: int = services.SWEEP_BATCH) -> services.Sweep:
-    """Queue again every stuck callback (``services.claim_stuck_callbacks``), oldest first, each once."""
+    """Queue again every stuck callback (``services.claim_stuck_callbacks``), oldest first, each once.
+
+    They go in ``process_callbacks`` messages of :data:`CALLBACKS_PER_TASK`: a thousand stuck callbacks are
+    a hundred publishes, not a thousand. A broker that refuses one is not asked again this run: that message's
+    callbacks and the rest are recorded *received* with the reason, for the next sweep."""
     result = services.claim_stuck_callbacks(limit)
-    for pk in result.requeued:
-        queue_verification(pk)
+    _share_out(result.requeued)
     return result
 
 

@@ -281,9 +281,10 @@ def test_a_publish_that_fails_leaves_the_callbacks_received_for_the_sweep(client
     for error in CB.objects.values_list("error", flat=True):
         assert "could not be queued for verification" in error
         assert "(ConnectionRefusedError: broker down); the sweep queues it again" in error
-    with mock.patch.object(tasks.callbacks, "queue_verification") as enqueue:
-        assert sorted(tasks.sweep().requeued) == sorted(CB.objects.values_list("pk", flat=True))
-    assert enqueue.call_count == 2
+    with mock.patch.object(tasks.process_callbacks, "apply_async") as publish:
+        requeued = tasks.sweep().requeued
+    assert sorted(requeued) == sorted(CB.objects.values_list("pk", flat=True))
+    publish.assert_called_once_with((requeued,))
 
 
 @committed
@@ -295,12 +296,12 @@ def test_a_callback_stored_and_never_published_is_found_by_the_sweep(client, not
         assert post(client, body_for()).status_code == 200
     callback = CB.objects.get()
     assert callback.state == CB.QUEUED
-    with mock.patch.object(tasks.callbacks, "queue_verification") as enqueue:
+    with mock.patch.object(tasks.process_callbacks, "apply_async") as publish:
         assert tasks.sweep().requeued == []  # its worker may still be on it
         later = timezone.now() + dt.timedelta(seconds=61)
         with mock.patch.object(callback_ledger.timezone, "now", return_value=later):
             assert tasks.sweep().requeued == [callback.pk]
-    enqueue.assert_called_once_with(callback.pk)
+    publish.assert_called_once_with(([callback.pk],))
 
 
 # --- the task that verifies a batch ---------------------------------------------------------------------

@@ -140,15 +140,20 @@ def test_a_callback_whose_queueing_failed_is_verified_by_the_next_sweep(
     sb = paycollect_live
     txn = pay("100.00")
     sb.control.complete(txn.uuid, "SUCCESSFUL")
-    with mock.patch.object(
-        tasks.process_callback, "delay", side_effect=ConnectionRefusedError("broker down")
-    ):
+    down = ConnectionRefusedError("broker down")
+    with mock.patch.object(tasks.process_callback, "delay", side_effect=down):
         assert post(client, txn.uuid).status_code == 200
-        # A sweep while the broker is still down leaves it received, with the new reason.
-        assert tasks.sweep().requeued == [CB.objects.get().pk]
     callback = CB.objects.get()
     assert callback.state == CB.RECEIVED
     assert "ConnectionRefusedError: broker down" in callback.error
+    with mock.patch.object(
+        tasks.process_callbacks, "apply_async", side_effect=ConnectionRefusedError("still down")
+    ):
+        # A sweep while the broker is still down leaves it received, with the new reason.
+        assert tasks.sweep().requeued == [callback.pk]
+    callback.refresh_from_db()
+    assert callback.state == CB.RECEIVED
+    assert "ConnectionRefusedError: still down" in callback.error
 
     result = tasks.sweep()
     assert result.requeued == [callback.pk]
@@ -192,7 +197,7 @@ def test_the_sweep_queues_again_exactly_the_stuck_callbacks(settings):
     assert set(CB.objects.filter(services.stuck_filter()).values_list("pk", flat=True)) == {
         c.pk for c in stuck
     }
-    with mock.patch.object(tasks.callbacks, "queue_verification") as enqueue:
+    with mock.patch.object(tasks.process_callbacks, "apply_async") as publish:
         first = tasks.sweep(limit=3)
         second = tasks.sweep()
         third = tasks.sweep()
@@ -200,13 +205,44 @@ def test_the_sweep_queues_again_exactly_the_stuck_callbacks(settings):
     assert first.requeued == oldest_first
     assert second.requeued == [stuck[0].pk]
     assert third.requeued == []  # each is queued again once per CALLBACK_REQUEUE_AFTER
-    assert [c.args for c in enqueue.call_args_list] == [(pk,) for pk in first.requeued + second.requeued]
+    assert [c.args for c in publish.call_args_list] == [((first.requeued,),), ((second.requeued,),)]
     requeued = CB.objects.filter(pk__in=[c.pk for c in stuck], state=CB.QUEUED)
     assert requeued.filter(next_attempt_at__gte=timezone.now() - minute).count() == len(stuck)
     for callback in left:
         before = callback.state, callback.next_attempt_at
         callback.refresh_from_db()
         assert (callback.state, callback.next_attempt_at) == before
+
+
+@pytest.mark.django_db
+def test_the_sweep_publishes_its_callbacks_together_and_stops_at_the_first_refusal():
+    stuck = [stored(CB.RECEIVED, dt.timedelta(minutes=1)) for _ in range(25)]
+    ids = [c.pk for c in stuck]
+    per_message = tasks.callbacks.CALLBACKS_PER_TASK
+    with mock.patch.object(tasks.process_callbacks, "apply_async") as publish:
+        assert tasks.sweep().requeued == ids
+    assert [c.args[0][0] for c in publish.call_args_list] == [
+        ids[:per_message],
+        ids[per_message : 2 * per_message],
+        ids[2 * per_message :],
+    ]
+    assert set(CB.objects.values_list("state", flat=True)) == {CB.QUEUED}
+
+    # The broker takes the first message, then refuses: it is asked once more, not once per callback.
+    CB.objects.update(state=CB.RECEIVED)
+    refused = [None, ConnectionRefusedError("broker down")]
+    with mock.patch.object(tasks.process_callbacks, "apply_async", side_effect=refused) as publish:
+        assert tasks.sweep().requeued == ids
+    assert publish.call_count == 2
+    assert (
+        list(CB.objects.filter(state=CB.QUEUED).order_by("pk").values_list("pk", flat=True))
+        == ids[:per_message]
+    )
+    left = CB.objects.filter(pk__in=ids[per_message:])
+    assert set(left.values_list("state", flat=True)) == {CB.RECEIVED}
+    assert all(
+        "(ConnectionRefusedError: broker down)" in error for error in left.values_list("error", flat=True)
+    )
 
 
 def test_the_sweep_runs_every_minute_from_the_beat_schedule():
