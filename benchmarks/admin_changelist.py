@@ -1,8 +1,9 @@
 """The admin's changelists and searches on PostgreSQL with 10,000 and with 1,000,000 transactions.
 
 On PostgreSQL: ``PAYCOLLECT_BENCH_POSTGRES`` (or ``PAYCOLLECT_TEST_POSTGRES``) holding
-``host:port:dbname:user``, else the server ``.ci/postgres.sh`` starts (or finds running). The script works in
-a database of its own, ``<dbname>_bench_admin``, dropped and created again.
+``host:port:dbname:user``, else the server ``.ci/postgres.sh`` starts (or finds running; one it started is
+stopped at the end). The script works in two databases of its own, ``<dbname>_bench_admin_small`` and
+``<dbname>_bench_admin_large``, created afresh and dropped at the end.
 
 The ledger is ``admin_dashboard.py``'s (three communities, a year of transactions, a callback each, refunds),
 plus one API call per transaction (mostly fetches, a few failed). Django's test client, logged in as a
@@ -27,8 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._support import (
     Measure,
     exit_status,
-    fresh_postgres_database,
-    postgres_server,
+    postgres_databases,
     print_measures,
     setup_django_on_postgres,
     timed_get,
@@ -148,10 +148,14 @@ def main() -> int:
     args = parser.parse_args()
 
     # Two databases, so each page is loaded at both sizes in alternation: the machine's load moves both.
-    server = postgres_server()
-    small_db = fresh_postgres_database(server, "bench_admin_small").split(":")[2]
-    large_db = fresh_postgres_database(server, "bench_admin_large").split(":")[2]
-    setup_django_on_postgres(f"{server.rsplit(':', 2)[0]}:{small_db}:{server.split(':')[3]}")
+    # Dropped at the end, and a server started for them stopped.
+    with postgres_databases("bench_admin_small", "bench_admin_large") as (small_spec, large_spec):
+        return run(args, small_spec, large_spec)
+
+
+def run(args: argparse.Namespace, small_spec: str, large_spec: str) -> int:
+    small_db, large_db = small_spec.split(":")[2], large_spec.split(":")[2]
+    setup_django_on_postgres(small_spec)
     from django.db import connection
 
     small_client = build(small_db, args.small, args.large)

@@ -1,8 +1,9 @@
 """The admin's payments dashboard on PostgreSQL with 10,000 and with 1,000,000 transactions.
 
 On PostgreSQL: ``PAYCOLLECT_BENCH_POSTGRES`` (or ``PAYCOLLECT_TEST_POSTGRES``) holding
-``host:port:dbname:user``, else the server ``.ci/postgres.sh`` starts (or finds running). The script works in
-a database of its own, ``<dbname>_bench_dashboard``, dropped and created again.
+``host:port:dbname:user``, else the server ``.ci/postgres.sh`` starts (or finds running; one it started is
+stopped at the end). The script works in a database of its own, ``<dbname>_bench_dashboard``, created afresh
+and dropped at the end.
 
 The ledger: three communities, a year of transactions (a tenth in USD; 60 % successful, a tenth of those
 renewal charges; 3 % of the successful partly refunded; a few of unknown outcome, mismatched,
@@ -32,8 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._support import (
     Measure,
     exit_status,
-    fresh_postgres_database,
-    postgres_server,
+    postgres_databases,
     print_measures,
     setup_django_on_postgres,
     timed_get,
@@ -42,11 +42,6 @@ from benchmarks._support import (
 
 COMMUNITIES = ("club-cairo", "club-alex", "club-giza")
 DAYS = 90
-
-
-def fresh_database(spec: str) -> str:
-    """Drop and create ``<dbname>_bench_dashboard``; return the spec pointing at it."""
-    return fresh_postgres_database(spec, "bench_dashboard")
 
 
 def setup(spec: str) -> None:
@@ -245,7 +240,13 @@ def main() -> int:
     parser.add_argument("--explain", action="store_true", help="print EXPLAIN ANALYZE of each statement")
     args = parser.parse_args()
 
-    setup(fresh_database(postgres_server()))
+    # Dropped at the end, and a server started for it stopped.
+    with postgres_databases("bench_dashboard") as (spec,):
+        return run(args, spec)
+
+
+def run(args: argparse.Namespace, spec: str) -> int:
+    setup(spec)
     from django.contrib.auth import get_user_model
     from django.test import Client
 
