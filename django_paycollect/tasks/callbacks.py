@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import atexit
+import functools
+import importlib
 import logging
 import os
 from collections import Counter
@@ -50,7 +52,9 @@ def hand_on(callback_id: int) -> None:
     :func:`queue_verification` does; so it is with ``CALLBACK_PUBLISH_BUFFER`` 0, or when the buffer is full.
     """
     try:
-        buffered = not process_callback.app.conf.task_always_eager and publish_buffer() > 0
+        buffered = (
+            not process_callback.app.conf.task_always_eager and publish_buffer() > 0 and threads_run()
+        )
         if buffered and publisher.submit(callback_id):
             return
         if buffered:
@@ -69,6 +73,47 @@ def hand_on(callback_id: int) -> None:
 
 def publish_buffer() -> int:
     return int(paycollect_settings.or_default("CALLBACK_PUBLISH_BUFFER"))
+
+
+@functools.cache
+def threads_run() -> bool:
+    """Whether a thread this process starts runs between requests: not under uWSGI started without Python
+    threads (neither ``enable-threads`` nor ``threads`` above 1), which holds the interpreter while it waits
+    for the next request. There callbacks are published in their request, as a warning says once."""
+    try:
+        uwsgi = importlib.import_module("uwsgi")  # exists only inside a uWSGI process
+    except ImportError:
+        return True
+    options = getattr(uwsgi, "opt", {})
+    if _option_on(options.get("enable-threads")) or _threads(options.get("threads")) > 1:
+        return True
+    logger.warning(
+        "uWSGI runs this process without Python threads: callbacks are published to the worker in their "
+        "request, not by the publisher thread (set enable-threads = true)"
+    )
+    return False
+
+
+def _option_on(value: Any) -> bool:
+    # uWSGI gives options as bytes, a bool for a bare flag, or a list when given more than once.
+    if isinstance(value, list):
+        return any(_option_on(item) for item in value)
+    if isinstance(value, bytes):
+        value = value.decode(errors="replace")
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "0", "false", "no", "off", "n", "f")
+    return bool(value)
+
+
+def _threads(value: Any) -> int:
+    if isinstance(value, list):
+        value = value[-1] if value else None
+    if isinstance(value, bytes):
+        value = value.decode(errors="replace")
+    try:
+        return int(value) if value is not None else 0
+    except (TypeError, ValueError):
+        return 0
 
 
 def _publish(callback_ids: list[int]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -251,6 +252,54 @@ def test_a_callback_the_buffer_cannot_take_is_published_in_its_request(
         )
     else:
         submit.assert_not_called()
+
+
+@pytest.fixture
+def under_uwsgi(monkeypatch) -> Iterator[Callable[[dict[str, Any]], None]]:
+    """This process as a uWSGI worker started with the given options (``uwsgi.opt``)."""
+
+    def started_with(options: dict[str, Any]) -> None:
+        module = type(os)("uwsgi")
+        module.opt = options  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, "uwsgi", module)
+        tasks.callbacks.threads_run.cache_clear()
+
+    yield started_with
+    tasks.callbacks.threads_run.cache_clear()
+
+
+@committed
+@pytest.mark.parametrize(
+    ("options", "publisher"),
+    [
+        ({}, False),
+        ({"enable-threads": True}, True),  # a bare flag
+        ({"enable-threads": b"true"}, True),
+        ({"enable-threads": b"false"}, False),
+        ({"threads": b"4"}, True),
+        ({"threads": b"1"}, False),  # one thread per worker turns no threading on
+        ({"threads": [b"1", b"2"]}, True),  # given twice: the last wins
+        ({"master": True, "processes": b"4"}, False),
+    ],
+)
+def test_under_uwsgi_without_threads_callbacks_are_published_in_their_request(
+    client, not_eager, under_uwsgi, caplog, options, publisher
+):
+    under_uwsgi(options)
+    with (
+        mock.patch.object(tasks.process_callback, "delay") as delay,
+        mock.patch.object(tasks.publisher, "submit", return_value=True) as submit,
+    ):
+        for uuid in ("3f1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f60", "7d1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f61"):
+            assert post(client, body_for(uuid)).status_code == 200
+    ids = list(CB.objects.order_by("pk").values_list("pk", flat=True))
+    handed = submit if publisher else delay
+    assert [c.args for c in handed.call_args_list] == [(pk,) for pk in ids]
+    assert (submit if not publisher else delay).call_count == 0
+    warnings = [
+        r for r in caplog.records if "uWSGI runs this process without Python threads" in r.getMessage()
+    ]
+    assert len(warnings) == (0 if publisher else 1)  # once per process, not per callback
 
 
 @committed
