@@ -232,12 +232,12 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='receivedcallback',
             name='state',
-            field=models.CharField(choices=[('received', 'received (not queued)'), ('queued', 'queued for verification'), ('processed', 'verified and applied'), ('failed', 'verification failed'), ('duplicate', 'duplicate delivery'), ('invalid', 'invalid')], db_index=True, default='received', max_length=10),
+            field=models.CharField(choices=[('received', 'received (not queued)'), ('queued', 'queued for verification'), ('processed', 'verified and applied'), ('failed', 'verification failed'), ('duplicate', 'duplicate delivery'), ('invalid', 'invalid')], default='received', max_length=10),
         ),
         migrations.AlterField(
             model_name='receivedcallback',
             name='transaction_uuid',
-            field=django_paycollect.models.CanonicalUuidField(blank=True, db_index=True, max_length=64),
+            field=django_paycollect.models.CanonicalUuidField(blank=True, max_length=64),
         ),
         migrations.AlterField(
             model_name='recurringseries',
@@ -247,7 +247,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='transaction',
             name='parent_uuid',
-            field=django_paycollect.models.CanonicalUuidField(blank=True, db_index=True, max_length=64, verbose_name='parent transaction uuid'),
+            field=django_paycollect.models.CanonicalUuidField(blank=True, max_length=64, verbose_name='parent transaction uuid'),
         ),
         migrations.AlterField(
             model_name='transaction',
@@ -262,7 +262,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='directorder',
             name='state',
-            field=models.CharField(choices=[('new', 'new'), ('created', 'created on the service'), ('rejected', 'rejected by the service'), ('unknown', 'creation outcome unknown')], db_index=True, default='new', max_length=10),
+            field=models.CharField(choices=[('new', 'new'), ('created', 'created on the service'), ('rejected', 'rejected by the service'), ('unknown', 'creation outcome unknown')], default='new', max_length=10),
         ),
         migrations.RunPython(direct_order_states_in_lower_case, direct_order_states_in_upper_case, elidable=True),
         migrations.RunPython(backfill_succeeded_at, migrations.RunPython.noop, elidable=True),
@@ -348,7 +348,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='apicall',
             name='community_id',
-            field=models.CharField(blank=True, db_index=True, max_length=100, verbose_name='community id'),
+            field=models.CharField(blank=True, max_length=100, verbose_name='community id'),
         ),
         migrations.AlterField(
             model_name='apicall',
@@ -378,7 +378,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='apicall',
             name='error_class',
-            field=models.CharField(blank=True, db_index=True, max_length=64, verbose_name='error class'),
+            field=models.CharField(blank=True, max_length=64, verbose_name='error class'),
         ),
         migrations.AlterField(
             model_name='apicall',
@@ -413,7 +413,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='apicall',
             name='operation',
-            field=models.CharField(db_index=True, max_length=32, verbose_name='operation'),
+            field=models.CharField(max_length=32, verbose_name='operation'),
         ),
         migrations.AlterField(
             model_name='apicall',
@@ -513,7 +513,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='directorder',
             name='community_id',
-            field=models.CharField(db_index=True, max_length=100, verbose_name='community id'),
+            field=models.CharField(max_length=100, verbose_name='community id'),
         ),
         migrations.AlterField(
             model_name='directorder',
@@ -533,7 +533,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='directorder',
             name='customer_email',
-            field=models.EmailField(db_index=True, max_length=254, verbose_name='customer e-mail'),
+            field=models.EmailField(max_length=254, verbose_name='customer e-mail'),
         ),
         migrations.AlterField(
             model_name='directorder',
@@ -568,7 +568,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='directorder',
             name='merchant_reference',
-            field=models.CharField(blank=True, db_index=True, max_length=200, verbose_name='merchant reference'),
+            field=models.CharField(blank=True, max_length=200, verbose_name='merchant reference'),
         ),
         migrations.AlterField(
             model_name='directorder',
@@ -618,7 +618,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='directorder',
             name='state',
-            field=models.CharField(choices=[('new', 'new'), ('created', 'created on the service'), ('rejected', 'rejected by the service'), ('unknown', 'creation outcome unknown')], db_index=True, default='new', max_length=10, verbose_name='state'),
+            field=models.CharField(choices=[('new', 'new'), ('created', 'created on the service'), ('rejected', 'rejected by the service'), ('unknown', 'creation outcome unknown')], default='new', max_length=10, verbose_name='state'),
         ),
         migrations.AlterField(
             model_name='directorder',
@@ -738,7 +738,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='receivedcallback',
             name='state',
-            field=models.CharField(choices=[('received', 'received (not queued)'), ('queued', 'queued for verification'), ('processed', 'verified and applied'), ('failed', 'verification failed'), ('duplicate', 'duplicate delivery'), ('invalid', 'invalid')], db_index=True, default='received', max_length=10, verbose_name='state'),
+            field=models.CharField(choices=[('received', 'received (not queued)'), ('queued', 'queued for verification'), ('processed', 'verified and applied'), ('failed', 'verification failed'), ('duplicate', 'duplicate delivery'), ('invalid', 'invalid')], default='received', max_length=10, verbose_name='state'),
         ),
         migrations.AlterField(
             model_name='receivedcallback',
@@ -773,7 +773,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='receivedcallback',
             name='transaction_uuid',
-            field=django_paycollect.models.CanonicalUuidField(blank=True, db_index=True, max_length=64, verbose_name='transaction uuid'),
+            field=django_paycollect.models.CanonicalUuidField(blank=True, max_length=64, verbose_name='transaction uuid'),
         ),
         migrations.AlterField(
             model_name='recurringseries',
@@ -798,7 +798,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='recurringseries',
             name='community_id',
-            field=models.CharField(db_index=True, max_length=100, verbose_name='community id'),
+            field=models.CharField(max_length=100, verbose_name='community id'),
         ),
         migrations.AlterField(
             model_name='recurringseries',
@@ -868,7 +868,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='refund',
             name='state',
-            field=models.CharField(choices=[('pending', 'pending'), ('succeeded', 'succeeded'), ('failed', 'failed'), ('unknown', 'outcome unknown')], db_index=True, default='pending', max_length=10, verbose_name='state'),
+            field=models.CharField(choices=[('pending', 'pending'), ('succeeded', 'succeeded'), ('failed', 'failed'), ('unknown', 'outcome unknown')], default='pending', max_length=10, verbose_name='state'),
         ),
         migrations.AlterField(
             model_name='refund',
@@ -883,7 +883,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='statisticssnapshot',
             name='community_id',
-            field=models.CharField(db_index=True, max_length=100, verbose_name='community id'),
+            field=models.CharField(max_length=100, verbose_name='community id'),
         ),
         migrations.AlterField(
             model_name='statisticssnapshot',
@@ -958,7 +958,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='transaction',
             name='customer_email',
-            field=models.EmailField(blank=True, db_index=True, max_length=254, verbose_name='customer e-mail'),
+            field=models.EmailField(blank=True, max_length=254, verbose_name='customer e-mail'),
         ),
         migrations.AlterField(
             model_name='transaction',
@@ -1064,5 +1064,106 @@ class Migration(migrations.Migration):
             model_name='transactionstatuschange',
             name='transaction',
             field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='status_changes', to='paycollect.transaction', verbose_name='transaction'),
+        ),
+        migrations.AlterField(
+            model_name='apicall',
+            name='task_id',
+            field=models.CharField(blank=True, max_length=255, verbose_name='Celery task id'),
+        ),
+        migrations.AlterField(
+            model_name='directorder',
+            name='payment_id',
+            field=models.CharField(blank=True, max_length=100, verbose_name="service's order id"),
+        ),
+        migrations.AlterField(
+            model_name='transaction',
+            name='community_id',
+            field=models.CharField(max_length=100, verbose_name='community id'),
+        ),
+        migrations.AlterField(
+            model_name='transaction',
+            name='merchant_reference',
+            field=models.CharField(blank=True, max_length=200, verbose_name='merchant reference'),
+        ),
+        migrations.AlterField(
+            model_name='transaction',
+            name='status',
+            field=models.CharField(choices=[('NEW', 'new (not yet accepted by the service)'), ('PENDING', 'pending'), ('SUCCESSFUL', 'successful'), ('FAILED', 'failed'), ('REJECTED', 'rejected by the service'), ('ABANDONED', 'abandoned (start outcome unknown)')], default='NEW', max_length=16, verbose_name='status'),
+        ),
+        migrations.AddIndex(
+            model_name='apicall',
+            index=models.Index(fields=['operation'], name='paycollect_call_operation'),
+        ),
+        migrations.AddIndex(
+            model_name='apicall',
+            index=models.Index(fields=['community_id'], name='paycollect_call_community'),
+        ),
+        migrations.AddIndex(
+            model_name='apicall',
+            index=models.Index(fields=['error_class'], name='paycollect_call_error_class'),
+        ),
+        migrations.AddIndex(
+            model_name='apicall',
+            index=models.Index(fields=['task_id'], name='paycollect_call_task_id'),
+        ),
+        migrations.AddIndex(
+            model_name='directorder',
+            index=models.Index(fields=['community_id'], name='paycollect_order_community'),
+        ),
+        migrations.AddIndex(
+            model_name='directorder',
+            index=models.Index(fields=['state'], name='paycollect_order_state'),
+        ),
+        migrations.AddIndex(
+            model_name='directorder',
+            index=models.Index(fields=['customer_email'], name='paycollect_order_email'),
+        ),
+        migrations.AddIndex(
+            model_name='directorder',
+            index=models.Index(fields=['payment_id'], name='paycollect_order_payment_id'),
+        ),
+        migrations.AddIndex(
+            model_name='directorder',
+            index=models.Index(fields=['merchant_reference'], name='paycollect_order_reference'),
+        ),
+        migrations.AddIndex(
+            model_name='receivedcallback',
+            index=models.Index(fields=['state'], name='paycollect_callback_state'),
+        ),
+        migrations.AddIndex(
+            model_name='receivedcallback',
+            index=models.Index(fields=['transaction_uuid'], name='paycollect_callback_txn_uuid'),
+        ),
+        migrations.AddIndex(
+            model_name='recurringseries',
+            index=models.Index(fields=['community_id'], name='paycollect_series_community'),
+        ),
+        migrations.AddIndex(
+            model_name='refund',
+            index=models.Index(fields=['state'], name='paycollect_refund_state'),
+        ),
+        migrations.AddIndex(
+            model_name='statisticssnapshot',
+            index=models.Index(fields=['community_id'], name='paycollect_stats_community'),
+        ),
+        migrations.AddIndex(
+            model_name='transaction',
+            index=models.Index(fields=['community_id'], name='paycollect_txn_community'),
+        ),
+        migrations.AddIndex(
+            model_name='transaction',
+            index=models.Index(fields=['status'], name='paycollect_txn_status'),
+        ),
+        migrations.AddIndex(
+            model_name='transaction',
+            index=models.Index(fields=['customer_email'], name='paycollect_txn_email'),
+        ),
+        migrations.AddIndex(
+            model_name='transaction',
+            index=models.Index(fields=['merchant_reference'], name='paycollect_txn_reference'),
+        ),
+        migrations.AddIndex(
+            model_name='transaction',
+            index=models.Index(fields=['parent_uuid'], name='paycollect_txn_parent_uuid'),
         ),
     ]

@@ -78,6 +78,15 @@ def canonical_unique(field: str, name: str) -> models.UniqueConstraint:
     return models.UniqueConstraint(Lower(Replace(field, Value("-"), Value(""))), name=name)
 
 
+def exact_indexes(model: str, **columns: str) -> list[models.Index]:
+    """Plain indexes ``paycollect_<model>_<name>`` on columns matched only exactly (identifiers, states):
+    ``exact_indexes("call", task_id="task_id")``. Unlike ``db_index=True`` on a text column, no second
+    ``varchar_pattern_ops`` index for ``LIKE`` on PostgreSQL, which every write would keep up to date."""
+    return [
+        models.Index(fields=[field], name=f"paycollect_{model}_{name}") for field, name in columns.items()
+    ]
+
+
 def last4(secret: str) -> str:
     return secret[-4:] if len(secret) > 8 else ""
 
@@ -202,8 +211,8 @@ class Transaction(models.Model):
     uuid = CanonicalUuidField(_("transaction uuid"), max_length=64, unique=True, null=True, blank=True)
     # Indexed: a browser return may name a transaction by this id alone.
     service_id = models.BigIntegerField(_("service's transaction id"), null=True, blank=True, db_index=True)
-    community_id = models.CharField(_("community id"), max_length=100, db_index=True)
-    status = models.CharField(_("status"), max_length=16, choices=STATUS_CHOICES, default=NEW, db_index=True)
+    community_id = models.CharField(_("community id"), max_length=100)
+    status = models.CharField(_("status"), max_length=16, choices=STATUS_CHOICES, default=NEW)
     service_status = models.CharField(_("status reported by the service"), max_length=64, blank=True)
     status_unrecognised = models.BooleanField(_("unrecognised status"), default=False)
     total_amount = models.DecimalField(_("total amount"), **MONEY)
@@ -220,9 +229,9 @@ class Transaction(models.Model):
     bill_reference = models.CharField(_("kiosk bill reference"), max_length=64, blank=True)
     kiosk_message = models.TextField(_("kiosk message"), blank=True)
     customer_name = models.CharField(_("customer name"), max_length=200, blank=True)
-    customer_email = models.EmailField(_("customer e-mail"), blank=True, db_index=True)
+    customer_email = models.EmailField(_("customer e-mail"), blank=True)
     customer_phone = models.CharField(_("customer phone"), max_length=32, blank=True)
-    merchant_reference = models.CharField(_("merchant reference"), max_length=200, blank=True, db_index=True)
+    merchant_reference = models.CharField(_("merchant reference"), max_length=200, blank=True)
     content_type = models.ForeignKey(
         ContentType,
         verbose_name=_("merchant object type"),
@@ -278,7 +287,7 @@ class Transaction(models.Model):
         on_delete=models.PROTECT,
         related_name="charges",
     )
-    parent_uuid = CanonicalUuidField(_("parent transaction uuid"), max_length=64, blank=True, db_index=True)
+    parent_uuid = CanonicalUuidField(_("parent transaction uuid"), max_length=64, blank=True)
     transaction_order = models.IntegerField(_("order within the series"), null=True, blank=True)
     created_at = models.DateTimeField(_("created at"), default=timezone.now, db_index=True)
     #: When the status became SUCCESSFUL here (``services.apply_status``): the day money came in.
@@ -311,6 +320,17 @@ class Transaction(models.Model):
             canonical_unique("uuid", "paycollect_txn_one_row_per_uuid"),
         ]
         indexes = [
+            # Identifiers and states, matched only exactly: plain indexes. db_index=True would add a
+            # varchar_pattern_ops twin on PostgreSQL (for LIKE), one more index written by every INSERT
+            # and by every UPDATE that moves the row.
+            *exact_indexes(
+                "txn",
+                community_id="community",
+                status="status",
+                customer_email="email",
+                merchant_reference="reference",
+                parent_uuid="parent_uuid",
+            ),
             models.Index(fields=["status", "created_at"], name="paycollect_txn_status_created"),
             # Flags the admin filters on and reconciliation looks for: rare, so partial indexes stay small.
             models.Index(
@@ -456,7 +476,7 @@ class Refund(models.Model):
         Transaction, verbose_name=_("transaction"), on_delete=models.PROTECT, related_name="refunds"
     )
     amount = models.DecimalField(_("amount"), **MONEY)
-    state = models.CharField(_("state"), max_length=10, choices=STATE_CHOICES, default=PENDING, db_index=True)
+    state = models.CharField(_("state"), max_length=10, choices=STATE_CHOICES, default=PENDING)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         verbose_name=_("requested by"),
@@ -474,6 +494,7 @@ class Refund(models.Model):
         verbose_name_plural = _("refunds")
         ordering = ["-created_at", "-pk"]
         indexes = [
+            *exact_indexes("refund", state="state"),
             # Refunds per day on the dashboard (``reporting``).
             models.Index(fields=["state", "completed_at"], name="paycollect_refund_report"),
         ]

@@ -12,7 +12,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from ..exceptions import lazy_text
-from . import MONEY, CanonicalUuidField, Transaction, canonical_unique
+from . import MONEY, CanonicalUuidField, Transaction, canonical_unique, exact_indexes
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
@@ -55,8 +55,8 @@ class DirectOrder(models.Model):
     #: Of those, the optional ones: sent only when set (blank, False or empty ones are left out).
     SENT_WHEN_SET = SPEC_FIELDS[SPEC_FIELDS.index("customer_title") :]
 
-    community_id = models.CharField(_("community id"), max_length=100, db_index=True)
-    state = models.CharField(_("state"), max_length=10, choices=STATE_CHOICES, default=NEW, db_index=True)
+    community_id = models.CharField(_("community id"), max_length=100)
+    state = models.CharField(_("state"), max_length=10, choices=STATE_CHOICES, default=NEW)
     name = models.CharField(_("order name"), max_length=200)
     amount = models.DecimalField(_("amount"), **MONEY)
     currency = models.CharField(_("currency"), max_length=3, default="EGP")
@@ -67,7 +67,7 @@ class DirectOrder(models.Model):
     )
     payment_methods = models.JSONField(_("payment methods"), default=list)
     customer_name = models.CharField(_("customer name"), max_length=200)
-    customer_email = models.EmailField(_("customer e-mail"), db_index=True)
+    customer_email = models.EmailField(_("customer e-mail"))
     customer_mobile = models.CharField(_("customer mobile"), max_length=32)
     customer_title = models.CharField(_("customer title"), max_length=100, blank=True)
     address = models.CharField(_("billing address"), max_length=300, blank=True)
@@ -85,10 +85,10 @@ class DirectOrder(models.Model):
     redirect_url = models.URLField(_("redirect URL"), max_length=2000, blank=True)
     callback_url = models.URLField(_("callback URL"), max_length=2000, blank=True)
     paid = models.BooleanField(_("first payment marked paid"), default=False)
-    payment_id = models.CharField(_("service's order id"), max_length=100, blank=True, db_index=True)
+    payment_id = models.CharField(_("service's order id"), max_length=100, blank=True)
     payment_link = models.URLField(_("payment link"), max_length=2000, blank=True)
     service_message = models.TextField(_("service's message"), blank=True)
-    merchant_reference = models.CharField(_("merchant reference"), max_length=200, blank=True, db_index=True)
+    merchant_reference = models.CharField(_("merchant reference"), max_length=200, blank=True)
     raw = models.JSONField(_("service's answer"), null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -104,6 +104,14 @@ class DirectOrder(models.Model):
         verbose_name = _("direct order")
         verbose_name_plural = _("direct orders")
         ordering = ["-created_at", "-pk"]
+        indexes = exact_indexes(
+            "order",
+            community_id="community",
+            state="state",
+            customer_email="email",
+            payment_id="payment_id",
+            merchant_reference="reference",
+        )
 
     def __str__(self) -> str:
         return f"{self.name} ({self.payment_id or self.get_state_display()})"
@@ -137,7 +145,7 @@ class RecurringSeries(models.Model):
         on_delete=models.PROTECT,
         related_name="series_as_parent",
     )
-    community_id = models.CharField(_("community id"), max_length=100, db_index=True)
+    community_id = models.CharField(_("community id"), max_length=100)
     expiry_date = models.DateField(_("recurring until"), null=True, blank=True)
     minimum_days_between_payments = models.PositiveIntegerField(
         _("minimum days between payments"), null=True, blank=True
@@ -165,7 +173,10 @@ class RecurringSeries(models.Model):
         ordering = ["-created_at", "-pk"]
         constraints = [canonical_unique("parent_uuid", "paycollect_series_one_row_per_parent")]
         # The admin's changelist, newest first.
-        indexes = [models.Index(fields=["created_at"], name="paycollect_series_created")]
+        indexes = [
+            *exact_indexes("series", community_id="community"),
+            models.Index(fields=["created_at"], name="paycollect_series_created"),
+        ]
 
     def __str__(self) -> str:
         return gettext("series %(uuid)s") % {"uuid": self.parent_uuid}

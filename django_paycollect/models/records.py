@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from . import MONEY, CanonicalUuidField, DirectOrder, RecurringSeries, Refund, Transaction
+from . import MONEY, CanonicalUuidField, DirectOrder, RecurringSeries, Refund, Transaction, exact_indexes
 
 
 class ApiCall(models.Model):
@@ -31,8 +31,8 @@ class ApiCall(models.Model):
         "create_direct_order": _("create direct order"),
     }
 
-    operation = models.CharField(_("operation"), max_length=32, db_index=True)
-    community_id = models.CharField(_("community id"), max_length=100, blank=True, db_index=True)
+    operation = models.CharField(_("operation"), max_length=32)
+    community_id = models.CharField(_("community id"), max_length=100, blank=True)
     method = models.CharField(_("HTTP method"), max_length=8)
     path = models.CharField(_("path"), max_length=500)
     request_body = models.JSONField(_("request body"), null=True, blank=True)
@@ -45,13 +45,13 @@ class ApiCall(models.Model):
     count = models.IntegerField(_("count"), null=True, blank=True)
     next = models.TextField(_("next page"), blank=True)
     previous = models.TextField(_("previous page"), blank=True)
-    error_class = models.CharField(_("error class"), max_length=64, blank=True, db_index=True)
+    error_class = models.CharField(_("error class"), max_length=64, blank=True)
     error_message = models.TextField(_("error message"), blank=True)
     body_excerpt = models.TextField(_("answer's excerpt"), blank=True)
     outcome_unknown = models.BooleanField(_("outcome unknown"), default=False)
     duration_ms = models.PositiveIntegerField(_("duration (ms)"), null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
-    task_id = models.CharField(_("Celery task id"), max_length=255, blank=True, db_index=True)
+    task_id = models.CharField(_("Celery task id"), max_length=255, blank=True)
     transaction = models.ForeignKey(
         Transaction,
         verbose_name=_("transaction"),
@@ -91,9 +91,16 @@ class ApiCall(models.Model):
         verbose_name_plural = _("API calls")
         ordering = ["-created_at", "-pk"]
         indexes = [
+            *exact_indexes(
+                "call",
+                operation="operation",
+                community_id="community",
+                error_class="error_class",
+                task_id="task_id",
+            ),
             models.Index(
                 fields=["outcome_unknown"], condition=Q(outcome_unknown=True), name="paycollect_call_unknown"
-            )
+            ),
         ]
 
     def __str__(self) -> str:
@@ -114,7 +121,7 @@ class ApiCall(models.Model):
 class StatisticsSnapshot(models.Model):
     """A community's dashboard statistics at a time."""
 
-    community_id = models.CharField(_("community id"), max_length=100, db_index=True)
+    community_id = models.CharField(_("community id"), max_length=100)
     taken_at = models.DateTimeField(_("taken at"), default=timezone.now, db_index=True)
     balance = models.DecimalField(_("balance"), null=True, **MONEY)
     total_settled = models.DecimalField(_("total settled"), null=True, **MONEY)
@@ -127,6 +134,7 @@ class StatisticsSnapshot(models.Model):
         verbose_name = _("statistics snapshot")
         verbose_name_plural = _("statistics snapshots")
         ordering = ["-taken_at", "-pk"]
+        indexes = exact_indexes("stats", community_id="community")
 
     def __str__(self) -> str:
         return gettext("%(community)s at %(at)s") % {
@@ -167,9 +175,7 @@ class ReceivedCallback(models.Model):
     STATE_CHOICES = State.choices
 
     received_at = models.DateTimeField(_("received at"), default=timezone.now, db_index=True)
-    state = models.CharField(
-        _("state"), max_length=10, choices=STATE_CHOICES, default=RECEIVED, db_index=True
-    )
+    state = models.CharField(_("state"), max_length=10, choices=STATE_CHOICES, default=RECEIVED)
     #: Position of the matching token in PAYCOLLECT["CALLBACK_TOKENS"] (never the token itself).
     token_index = models.PositiveSmallIntegerField(_("token"), null=True, blank=True)
     remote_addr = models.GenericIPAddressField(_("sender's address"), null=True, blank=True)
@@ -177,7 +183,7 @@ class ReceivedCallback(models.Model):
     body = models.TextField(_("body"), blank=True)
     invalid_reason = models.TextField(_("why it is invalid"), blank=True)
     # What the body claims; never applied as such.
-    transaction_uuid = CanonicalUuidField(_("transaction uuid"), max_length=64, blank=True, db_index=True)
+    transaction_uuid = CanonicalUuidField(_("transaction uuid"), max_length=64, blank=True)
     claimed_status = models.CharField(_("claimed status"), max_length=64, blank=True)
     payment_id = models.CharField(_("payment id"), max_length=100, blank=True)
     merchant_id = models.CharField(_("merchant id"), max_length=100, blank=True)
@@ -227,6 +233,7 @@ class ReceivedCallback(models.Model):
         ordering = ["-received_at", "-pk"]
         permissions = [("reprocess_receivedcallback", _("Can reprocess received callbacks"))]
         indexes = [
+            *exact_indexes("callback", state="state", transaction_uuid="txn_uuid"),
             # Callback health on the dashboard (``reporting``): states of a period's callbacks.
             models.Index(fields=["received_at", "state", "processed_at"], name="paycollect_callback_report"),
             # The admin's exact searches by payment id and Celery task id.

@@ -3,9 +3,11 @@ transaction in two spellings (the duplicates the old lookups created) are report
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
+from django.apps import apps
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
@@ -95,3 +97,27 @@ def test_the_upgrade_makes_uuids_canonical_and_reports_duplicates_without_deleti
     assert f"paycollect.Transaction #{upper}: uuid {PAID.upper()!r} duplicates #{started}" in report
     assert f"paycollect.Transaction #{bare}: uuid" in report
     assert f"paycollect.ReceivedCallback #{second}: the same claim as callback #{first}" in report
+
+
+@pytest.mark.postgres
+def test_only_unique_columns_keep_a_pattern_index_on_postgresql():
+    """Django adds a ``varchar_pattern_ops`` twin (for ``LIKE``) to each text column with ``db_index`` or
+    ``unique``. The app matches identifiers and states only exactly, so its indexed columns use plain
+    indexes (``models.exact_indexes``); only the unique columns keep a twin."""
+    models = list(apps.get_app_config("paycollect").get_models())
+    tables = {model._meta.db_table for model in models}
+    unique = {
+        (model._meta.db_table, field.column)
+        for model in models
+        for field in model._meta.concrete_fields
+        if field.unique and (field.db_type(connection) or "").startswith("varchar")
+    }
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tablename, indexdef FROM pg_indexes WHERE indexdef LIKE '%%pattern_ops%%'")
+        twins = {
+            (table, re.search(r"\((\w+) (?:varchar|text)_pattern_ops\)", definition)[1])
+            for table, definition in cursor.fetchall()
+            if table in tables
+        }
+    assert twins == unique
+    assert ("paycollect_apicall", "task_id") not in twins  # written by every call to the service
