@@ -52,9 +52,7 @@ def hand_on(callback_id: int) -> None:
     :func:`queue_verification` does; so it is with ``CALLBACK_PUBLISH_BUFFER`` 0, or when the buffer is full.
     """
     try:
-        buffered = (
-            not process_callback.app.conf.task_always_eager and publish_buffer() > 0 and threads_run()
-        )
+        buffered = not process_callback.app.conf.task_always_eager and publish_buffer() > 0 and threads_run()
         if buffered and publisher.submit(callback_id):
             return
         if buffered:
