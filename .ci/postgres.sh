@@ -3,7 +3,9 @@
 # Usage: eval "$(bash .ci/postgres.sh)"   (installs Debian's postgresql when missing; needs root for that)
 #        bash .ci/postgres.sh stop        (stops the server on that port, if it runs)
 set -euo pipefail
-port=${PAYCOLLECT_PG_PORT:-55432}
+# Below the kernel's ephemeral ports (32768 and up on Linux): no outgoing connection, and no test server
+# bound to port 0, can be holding it when the server starts.
+port=${PAYCOLLECT_PG_PORT:-25432}
 data=${PAYCOLLECT_PG_DATA:-/tmp/paycollect-pg-$port}
 run() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 if [ "${1:-}" = stop ]; then

@@ -6,7 +6,8 @@ if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/nul
   apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server >&2
 fi
-port=${PAYCOLLECT_REDIS_PORT:-56379}
+# Below the kernel's ephemeral ports (32768 and up on Linux), as for .ci/postgres.sh.
+port=${PAYCOLLECT_REDIS_PORT:-26379}
 data=${PAYCOLLECT_REDIS_DATA:-/tmp/paycollect-redis-$port}
 if ! redis-cli -h 127.0.0.1 -p "$port" ping >/dev/null 2>&1; then
   mkdir -p "$data"

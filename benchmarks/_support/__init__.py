@@ -83,7 +83,7 @@ def setup_django(workdir: Path, *, db_name: str = "bench.sqlite3", migrate: bool
 def postgres_server() -> str:
     """``host:port:dbname:user`` of a PostgreSQL server for the benchmarks that need one:
     ``PAYCOLLECT_BENCH_POSTGRES`` or ``PAYCOLLECT_TEST_POSTGRES`` when set, else one started (or found
-    running) by ``.ci/postgres.sh``, as CI starts it (its port: ``PAYCOLLECT_PG_PORT``, default 55432)."""
+    running) by ``.ci/postgres.sh``, as CI starts it (its port: ``PAYCOLLECT_PG_PORT``, default 25432)."""
     import subprocess
 
     configured = os.environ.get("PAYCOLLECT_BENCH_POSTGRES") or os.environ.get("PAYCOLLECT_TEST_POSTGRES")
@@ -134,7 +134,7 @@ def postgres_databases(*suffixes: str) -> Iterator[list[str]]:
     import subprocess
 
     configured = os.environ.get("PAYCOLLECT_BENCH_POSTGRES") or os.environ.get("PAYCOLLECT_TEST_POSTGRES")
-    port = os.environ.get("PAYCOLLECT_PG_PORT", "55432")
+    port = os.environ.get("PAYCOLLECT_PG_PORT", "25432")
     started = not configured and not _answers(f"127.0.0.1:{port}:postgres:postgres")
     server = postgres_server()
     specs: list[str] = []
