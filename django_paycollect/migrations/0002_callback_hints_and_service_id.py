@@ -201,7 +201,7 @@ class Migration(migrations.Migration):
             name='FetchMark',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('uuid', django_paycollect.models.CanonicalUuidField(max_length=64, unique=True, verbose_name='transaction uuid')),
+                ('uuid', django_paycollect.models.CanonicalUuidField(max_length=64, verbose_name='transaction uuid')),
                 ('claimed_at', models.DateTimeField(blank=True, null=True)),
                 ('not_found_at', models.DateTimeField(blank=True, null=True)),
             ],
@@ -252,7 +252,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='transaction',
             name='uuid',
-            field=django_paycollect.models.CanonicalUuidField(blank=True, max_length=64, null=True, unique=True, verbose_name='transaction uuid'),
+            field=django_paycollect.models.CanonicalUuidField(blank=True, max_length=64, null=True, verbose_name='transaction uuid'),
         ),
         migrations.AlterField(
             model_name='transaction',
@@ -668,7 +668,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='receivedcallback',
             name='dedupe_key',
-            field=models.CharField(blank=True, max_length=200, null=True, unique=True, verbose_name='duplicates key'),
+            field=models.CharField(blank=True, max_length=200, null=True, verbose_name='duplicates key'),
         ),
         migrations.AlterField(
             model_name='receivedcallback',
@@ -1165,5 +1165,17 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name='transaction',
             index=models.Index(fields=['parent_uuid'], name='paycollect_txn_parent_uuid'),
+        ),
+        migrations.AddConstraint(
+            model_name='fetchmark',
+            constraint=models.UniqueConstraint(fields=('uuid',), name='paycollect_fetchmark_uuid'),
+        ),
+        migrations.AddConstraint(
+            model_name='receivedcallback',
+            constraint=models.UniqueConstraint(fields=('dedupe_key',), name='paycollect_callback_dedupe_key'),
+        ),
+        migrations.AddConstraint(
+            model_name='transaction',
+            constraint=models.UniqueConstraint(fields=('uuid',), name='paycollect_txn_uuid'),
         ),
     ]

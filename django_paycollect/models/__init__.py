@@ -208,7 +208,7 @@ class Transaction(models.Model):
     )
     CAPTURE_CHOICES = CaptureState.choices
 
-    uuid = CanonicalUuidField(_("transaction uuid"), max_length=64, unique=True, null=True, blank=True)
+    uuid = CanonicalUuidField(_("transaction uuid"), max_length=64, null=True, blank=True)
     # Indexed: a browser return may name a transaction by this id alone.
     service_id = models.BigIntegerField(_("service's transaction id"), null=True, blank=True, db_index=True)
     community_id = models.CharField(_("community id"), max_length=100)
@@ -318,6 +318,8 @@ class Transaction(models.Model):
                 name="paycollect_refunds_within_amount",
             ),
             canonical_unique("uuid", "paycollect_txn_one_row_per_uuid"),
+            # A constraint, not unique=True: no LIKE twin (see exact_indexes). Lookups by uuid use it.
+            models.UniqueConstraint(fields=["uuid"], name="paycollect_txn_uuid"),
         ]
         indexes = [
             # Identifiers and states, matched only exactly: plain indexes. db_index=True would add a

@@ -196,8 +196,9 @@ class ReceivedCallback(models.Model):
     custom_fields = models.JSONField(_("custom fields"), default=dict, blank=True)
     #: Hints the body sent malformed, ``{"recurring.parent_transaction": [messages]}``: stored as not sent.
     hint_errors = models.JSONField(_("malformed hints"), default=dict, blank=True)
-    #: "<uuid>|<claimed status>" on the first delivery only; a unique index makes redeliveries duplicates.
-    dedupe_key = models.CharField(_("duplicates key"), max_length=200, null=True, blank=True, unique=True)
+    #: "<uuid>|<claimed status>" on the first delivery only, NULL on the others (a unique constraint,
+    #: ``paycollect_callback_dedupe_key``, makes redeliveries duplicates; NULLs never collide).
+    dedupe_key = models.CharField(_("duplicates key"), max_length=200, null=True, blank=True)  # noqa: DJ001
     duplicate_of = models.ForeignKey(
         "self",
         verbose_name=_("duplicate of"),
@@ -232,6 +233,8 @@ class ReceivedCallback(models.Model):
         verbose_name_plural = _("received callbacks")
         ordering = ["-received_at", "-pk"]
         permissions = [("reprocess_receivedcallback", _("Can reprocess received callbacks"))]
+        # Unique constraints rather than unique=True on the hot write paths: no LIKE twin (exact_indexes).
+        constraints = [models.UniqueConstraint(fields=["dedupe_key"], name="paycollect_callback_dedupe_key")]
         indexes = [
             *exact_indexes("callback", state="state", transaction_uuid="txn_uuid"),
             # Callback health on the dashboard (``reporting``): states of a period's callbacks.
@@ -284,7 +287,7 @@ class FetchMark(models.Model):
     one uuid cost a fetch or two, not 300.
     """
 
-    uuid = CanonicalUuidField(_("transaction uuid"), max_length=64, unique=True)
+    uuid = CanonicalUuidField(_("transaction uuid"), max_length=64)
     #: The last time a verification took the right to fetch this uuid.
     claimed_at = models.DateTimeField(_("last fetch claimed at"), null=True, blank=True)
     #: When a fetch that the service answered "not found" (404) was sent.
@@ -293,6 +296,7 @@ class FetchMark(models.Model):
     class Meta:
         verbose_name = _("fetch mark")
         verbose_name_plural = _("fetch marks")
+        constraints = [models.UniqueConstraint(fields=["uuid"], name="paycollect_fetchmark_uuid")]
 
     def __str__(self) -> str:
         return gettext("fetch mark of %(uuid)s") % {"uuid": self.uuid}

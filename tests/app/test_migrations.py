@@ -100,10 +100,11 @@ def test_the_upgrade_makes_uuids_canonical_and_reports_duplicates_without_deleti
 
 
 @pytest.mark.postgres
-def test_only_unique_columns_keep_a_pattern_index_on_postgresql():
+def test_only_unique_true_columns_keep_a_pattern_index_on_postgresql():
     """Django adds a ``varchar_pattern_ops`` twin (for ``LIKE``) to each text column with ``db_index`` or
     ``unique``. The app matches identifiers and states only exactly, so its indexed columns use plain
-    indexes (``models.exact_indexes``); only the unique columns keep a twin."""
+    indexes (``models.exact_indexes``) and unique constraints; only the rarely written unique=True columns
+    (a community's id, a series' parent) keep a twin."""
     models = list(apps.get_app_config("paycollect").get_models())
     tables = {model._meta.db_table for model in models}
     unique = {
@@ -120,4 +121,12 @@ def test_only_unique_columns_keep_a_pattern_index_on_postgresql():
             if table in tables
         }
     assert twins == unique
-    assert ("paycollect_apicall", "task_id") not in twins  # written by every call to the service
+    # Written on every call to the service, every callback stored, every fetch claimed, every payment:
+    # their unique columns are constraints (no twin), not unique=True.
+    for hot in [
+        ("paycollect_apicall", "task_id"),
+        ("paycollect_receivedcallback", "dedupe_key"),
+        ("paycollect_fetchmark", "uuid"),
+        ("paycollect_transaction", "uuid"),
+    ]:
+        assert hot not in twins
