@@ -44,10 +44,6 @@ COMMUNITIES = ("club-cairo", "club-alex", "club-giza")
 DAYS = 90
 
 
-def setup(spec: str) -> None:
-    setup_django_on_postgres(spec)
-
-
 def _columns(model: Any) -> list[str]:
     return [f.column for f in model._meta.concrete_fields if not f.primary_key]
 
@@ -246,7 +242,7 @@ def main() -> int:
 
 
 def run(args: argparse.Namespace, spec: str) -> int:
-    setup(spec)
+    setup_django_on_postgres(spec)
     from django.contrib.auth import get_user_model
     from django.test import Client
 

@@ -75,6 +75,11 @@ def machine_busy_seconds() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
+def per_transaction(measured: dict[str, float], transactions: int) -> dict[str, float]:
+    """CPU microseconds per transaction of each counted process, from a measure's seconds."""
+    return {key: measured[key] / transactions * 1e6 for key in PROCESSES}
+
+
 class Clock:
     """Wall time and the CPU time of this process (and its reaped children), the sandbox and PostgreSQL."""
 
@@ -154,8 +159,8 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> tuple[list[Meas
     n, cores = args.transactions, os.cpu_count() or 1
     raw, rec = results["raw"], results["reconcile"]
     ratio = raw["wall"] / rec["wall"]
-    cpu_raw = {key: raw[key] / n * 1e6 for key in PROCESSES}
-    cpu_rec = {key: rec[key] / n * 1e6 for key in PROCESSES}
+    cpu_raw = per_transaction(raw, n)
+    cpu_rec = per_transaction(rec, n)
 
     def limit(cpu: dict[str, float]) -> float:
         """Seconds per transaction at best: every core busy, and this process on one core at a time."""
@@ -245,7 +250,7 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> tuple[list[Meas
         ("raw_1", "raw, one process"),
         ("raw_2", "raw, two processes"),
     ):
-        cpu = {key: fanned[name][key] / n * 1e6 for key in PROCESSES}
+        cpu = per_transaction(fanned[name], n)
         others = max(0.0, fanned[name]["machine"] - sum(fanned[name][key] for key in PROCESSES))
         details.append(
             f"fanned out, {label}: {fanned[name]['wall']:.2f} s, CPU per transaction {cpu_text(cpu)}; "
@@ -258,12 +263,12 @@ def notes(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
     """Why each target is where it is, in this run's numbers."""
     n, concurrency, cores = args.transactions, args.concurrency, os.cpu_count() or 1
     raw, rec, latency, fanned = results["raw"], results["reconcile"], results["latency"], results["fanned"]
-    cpu_raw = {key: raw[key] / n * 1e6 for key in PROCESSES}
-    cpu_rec = {key: rec[key] / n * 1e6 for key in PROCESSES}
+    cpu_raw = per_transaction(raw, n)
+    cpu_rec = per_transaction(rec, n)
     total_raw, total_rec = sum(cpu_raw.values()), sum(cpu_rec.values())
     slice_ = args.latency_transactions
     waits = slice_ * args.latency_ms / 1000 / concurrency
-    two = {key: fanned["reconcile_2"][key] / n * 1e6 for key in PROCESSES}
+    two = per_transaction(fanned["reconcile_2"], n)
     best_two = max(sum(two.values()) * n / 1e6 / cores, n * args.latency_ms / 1000 / (2 * concurrency))
     seq = latency["sequential"]
     own = slice_ * cpu_rec["here"] / 1e6
