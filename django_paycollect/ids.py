@@ -1,11 +1,13 @@
 """Transaction uuids in one canonical form: lower case, with dashes (``3f1c2a9e-8b7d-...-1b2c3d4e5f60``).
 
 The service names a transaction by its uuid, and a uuid can be spelled four ways: upper or lower case,
-with or without its dashes. Every identifier that comes from outside (callback bodies, browser return
-parameters, the service's answers, admin searches, arguments of the service layer) goes through
-:func:`canonical_uuid` before it is looked up, deduplicated or stored, so that one transaction is one
-row whatever spelling reached us. ``models.CanonicalUuidField`` applies it to every save and every
-lookup, and a unique index on the canonical form makes it a database-level guarantee.
+with or without its dashes. Its 36-character form also comes wrapped: in braces (``{3f1c...}``, as GUIDs
+are often written) or as a URN (``urn:uuid:3f1c...``, RFC 9562). Every identifier that comes from outside
+(callback bodies, browser return parameters, the service's answers, admin searches, arguments of the service
+layer, the REST API's paths) goes through :func:`canonical_uuid` before it is looked up, deduplicated or
+stored, so that one transaction is one row whatever spelling reached us. ``models.CanonicalUuidField``
+applies it to every save and every lookup, and a unique index on the canonical form makes it a
+database-level guarantee for the four plain spellings (the ORM never writes a wrapped one).
 
 This module imports nothing from Django, so the client, serializers and settings can use it.
 """
@@ -15,19 +17,29 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_DASHED = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_DASHED_TEXT = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_DASHED = re.compile(_DASHED_TEXT)
 _HEX32 = re.compile(r"[0-9a-fA-F]{32}")
+# The two standard wrappings of the 36-character form; "urn" and its namespace "uuid" in any case (RFC 8141).
+_WRAPPED = re.compile(rf"\{{({_DASHED_TEXT})\}}|(?i:urn:uuid:)({_DASHED_TEXT})")
+
+
+def _unwrapped(text: str) -> str:
+    wrapped = _WRAPPED.fullmatch(text)
+    return (wrapped.group(1) or wrapped.group(2)) if wrapped is not None else text
 
 
 def looks_like_uuid(value: Any) -> bool:
-    """A transaction uuid as the spec names it: 36-character text, or the same 32 hex digits, in any case.
+    """A transaction uuid: 36-character text, or the same 32 hex digits, in any case; or the 36-character
+    form in braces or after ``urn:uuid:``.
 
-    Surrounding whitespace is allowed (and dropped by :func:`canonical_uuid`); braces, ``urn:uuid:``
-    prefixes and dashes elsewhere are not uuids here.
+    Surrounding whitespace is allowed (and dropped by :func:`canonical_uuid`); anything else around it
+    (whitespace inside the braces, both wrappings at once, ``uuid:`` alone), the 32 digits wrapped, and
+    dashes elsewhere are not uuids here.
     """
     if not isinstance(value, str):
         return False
-    text = value.strip()
+    text = _unwrapped(value.strip())
     return _DASHED.fullmatch(text) is not None or _HEX32.fullmatch(text) is not None
 
 
@@ -37,7 +49,7 @@ def canonical_uuid(value: str) -> str:
     A value that is not a uuid is kept as the text it is, never refused here: callers that need a
     uuid check :func:`looks_like_uuid` and say so in their own words.
     """
-    text = value.strip()
+    text = _unwrapped(value.strip())
     if _DASHED.fullmatch(text) is not None:
         return text.lower()
     if _HEX32.fullmatch(text) is not None:

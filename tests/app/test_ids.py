@@ -38,8 +38,21 @@ def spellings(uuid: str) -> list[str]:
 # --- the canonical form ---------------------------------------------------------------------------------
 
 
+def wrapped(uuid: str) -> list[str]:
+    """The 36-character form in braces (as GUIDs are often written) or as a URN (RFC 9562), any case."""
+    return ["{" + uuid + "}", "{" + uuid.upper() + "}", f"urn:uuid:{uuid}", f"URN:UUID:{uuid.upper()}"]
+
+
 @pytest.mark.parametrize(
-    "spelling", [*spellings(UUID), f"  {UUID.upper()}\n", "3F1C2A9E-8b7d-4C6E-9f0a-1B2C3D4E5F60"]
+    "spelling",
+    [
+        *spellings(UUID),
+        f"  {UUID.upper()}\n",
+        "3F1C2A9E-8b7d-4C6E-9f0a-1B2C3D4E5F60",
+        *wrapped(UUID),
+        " {" + UUID + "}\t",
+        f"Urn:Uuid:{UUID}",
+    ],
 )
 def test_every_spelling_of_a_uuid_has_one_canonical_form(spelling):
     assert looks_like_uuid(spelling)
@@ -51,8 +64,15 @@ def test_every_spelling_of_a_uuid_has_one_canonical_form(spelling):
     [
         "",
         "not-a-uuid",
-        "{" + UUID + "}",
-        f"urn:uuid:{UUID}",
+        "{" + UUID.replace("-", "") + "}",  # wrapped: only the 36-character form
+        f"urn:uuid:{UUID.replace('-', '')}",
+        "{ " + UUID + " }",
+        "{" + UUID,
+        UUID + "}",
+        f"{{urn:uuid:{UUID}}}",
+        f"uuid:{UUID}",
+        f"urn:uuid: {UUID}",
+        f"urn:{UUID}",
         UUID[:-1],
         UUID + "0",
         UUID.replace("-", "\u2010"),
@@ -168,6 +188,25 @@ def test_the_four_spellings_of_a_paid_uuid_give_one_row_one_change_one_signal(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_wrapped_spelling_in_a_callback_is_the_same_paid_transaction(
+    client, paycollect_live, pay, signal_log
+):
+    """The canonicaliser reads braces and ``urn:uuid:`` for every surface: a callback is not refused for
+    them, and they are duplicates of the plain spelling, not a second payment."""
+    sb = paycollect_live
+    txn = pay("100.00")
+    sb.control.complete(txn.uuid, "SUCCESSFUL")
+
+    assert [post(client, spelling) for spelling in [txn.uuid, *wrapped(txn.uuid)]] == [200] * 5
+
+    assert Transaction.objects.count() == 1
+    assert signal_log.count("payment_succeeded") == 1
+    stored = ReceivedCallback.objects.order_by("pk")
+    assert {c.transaction_uuid for c in stored} == {txn.uuid}
+    assert [c.state for c in stored] == [ReceivedCallback.PROCESSED] + [ReceivedCallback.DUPLICATE] * 4
+
+
+@pytest.mark.django_db(transaction=True)
 def test_the_four_spellings_of_a_uuid_we_never_stored_create_one_transaction(
     client, paycollect_live, signal_log
 ):
@@ -234,7 +273,7 @@ def test_admin_searches_find_a_uuid_in_any_spelling(admin_client):
     callback = ReceivedCallback.objects.create(
         transaction_uuid=UUID, claimed_status="SUCCESSFUL", transaction=txn
     )
-    for spelling in spellings(UUID):
+    for spelling in [*spellings(UUID), *wrapped(UUID)]:
         found = admin_client.get("/admin/paycollect/transaction/", {"q": spelling})
         assert list(found.context["cl"].result_list) == [txn]
         found = admin_client.get("/admin/paycollect/receivedcallback/", {"q": spelling})
