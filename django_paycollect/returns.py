@@ -25,10 +25,16 @@ PUBLIC_PENDING, PUBLIC_SUCCESSFUL, PUBLIC_FAILED = "PENDING", "SUCCESSFUL", "FAI
 
 
 def public_status(txn: Transaction | None) -> str:
-    """The only thing a return shows: PENDING, SUCCESSFUL or FAILED (REJECTED and ABANDONED too)."""
-    if txn is None or txn.status in Transaction.OPEN_STATUSES:
+    """The only thing a return shows: SUCCESSFUL or FAILED as the service said them, else PENDING.
+
+    REJECTED and ABANDONED are our own words for a payment that never got a uuid (refused at the start,
+    or a start with an unknown outcome): the service said nothing about a charge, so they read PENDING.
+    """
+    if txn is None:
         return PUBLIC_PENDING
-    return PUBLIC_SUCCESSFUL if txn.status == Transaction.SUCCESSFUL else PUBLIC_FAILED
+    if txn.status == Transaction.SUCCESSFUL:
+        return PUBLIC_SUCCESSFUL
+    return PUBLIC_FAILED if txn.status == Transaction.FAILED else PUBLIC_PENDING
 
 
 def return_timeout() -> tuple[float, float]:
@@ -39,16 +45,19 @@ def return_timeout() -> tuple[float, float]:
 def verified_status(uuid: str) -> str:
     """The status of transaction ``uuid`` as the service says, for a customer's browser.
 
-    * A transaction of ours still open is fetched (short timeout, at most once per
-      ``RETURN_FETCH_INTERVAL``); when the service is slow or down, it stays PENDING.
+    * A transaction of ours still open, or FAILED, is fetched (short timeout, at most once per
+      ``RETURN_FETCH_INTERVAL``); when the service is slow or down, it stays as stored. A FAILED one is
+      asked again because it may have become SUCCESSFUL since (a second try on the same payment page,
+      whose redirect brings the same uuid); only SUCCESSFUL is final.
     * A uuid we do not store is fetched only when a callback named it (a direct order's payment,
       a renewal: they become known by their callback); otherwise it is PENDING, exactly as an open
       transaction would be, and the service is not asked about uuids we never issued nor heard of.
+    * A uuid the service does not know stays PENDING too: that is no evidence that nothing was charged.
     """
     uuid = canonical_uuid(uuid)
     txn = Transaction.objects.filter(uuid=uuid).first()
-    if txn is not None and txn.status not in Transaction.OPEN_STATUSES:
-        return public_status(txn)
+    if txn is not None and txn.status not in (*Transaction.OPEN_STATUSES, Transaction.FAILED):
+        return public_status(txn)  # SUCCESSFUL never moves again (nor does a payment without a uuid)
     heard_of = None
     if txn is None:
         heard_of = (
@@ -71,9 +80,9 @@ def verified_status(uuid: str) -> str:
             max_network_retries=0,  # the customer is waiting: the page polls instead of us retrying
         )
     except NotFound:
-        # The service does not know it: a transaction of ours stays as it is; a uuid we only heard
-        # of from a callback is nobody's payment.
-        return public_status(txn) if txn is not None else PUBLIC_FAILED
+        # The service does not know it (yet, or under this community): that says nothing about a
+        # charge, so a transaction of ours stays as it is and a uuid we only heard of stays PENDING.
+        return public_status(txn)
     except Exception as error:  # the customer sees the waiting page, never an error
         logger.warning("return for %s: the service could not be read (%s)", uuid, type(error).__name__)
         return public_status(txn)

@@ -105,7 +105,7 @@ def _reference_of(query: QueryDict) -> _Reference | None:
     return _Reference(returns.uuid_for_service_id(service_id) or "", ("transaction_id", str(service_id)))
 
 
-def _destination(key: str, reference: _Reference | None) -> str:
+def _destination(key: str, reference: _Reference) -> str:
     """SUCCESS_URL or FAILURE_URL (a path, URL or URL name) with the visitor's identifier appended.
 
     Only what the visitor brought is added (``transaction_uuid``, or ``transaction_id`` for a return that
@@ -119,8 +119,6 @@ def _destination(key: str, reference: _Reference | None) -> str:
     except NoReverseMatch:
         logger.error("PAYCOLLECT['%s'] = %r is neither a URL nor a URL name", key, configured)
         url = "/"
-    if reference is None:
-        return url
     parts = urlsplit(url)
     query = [*parse_qsl(parts.query, keep_blank_values=True), reference.param]
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), parts.fragment))
@@ -134,13 +132,16 @@ def browser_return(request: HttpRequest) -> HttpResponse:
 
     The transaction is fetched from the service (short timeout) and the customer goes to the success
     or failure URL by what the service says. While the status is not final (or the service is slow
-    or down) a waiting page polls :func:`return_status`; after ``MAX_WAIT_SECONDS`` it says the
-    payment is not confirmed yet, never that it failed (the customer might pay twice).
+    or down, or the transaction is unknown) a waiting page polls :func:`return_status`; after
+    ``MAX_WAIT_SECONDS`` it says the payment could not be confirmed yet, never that it failed (the
+    customer might pay twice). A return that names no transaction it can read (no parameters, a
+    garbled uuid, a URL cut short) shows that neutral page at once: the failure URL is only for a
+    payment the service said FAILED.
     """
     reference = _reference_of(request.GET)
     if reference is None:
         logger.info("browser return without a usable transaction uuid or id")
-        return HttpResponseRedirect(_destination("FAILURE_URL", None))
+        return _return_page(request, None, 0)
     status = reference.status()
     if status == returns.PUBLIC_SUCCESSFUL:
         return HttpResponseRedirect(_destination("SUCCESS_URL", reference))
@@ -150,25 +151,29 @@ def browser_return(request: HttpRequest) -> HttpResponse:
         waited = max(0, int(request.GET.get("wait", "0")))
     except ValueError:
         waited = 0
-    return _waiting_page(request, reference, waited)
+    return _return_page(request, reference, waited)
 
 
-def _waiting_page(request: HttpRequest, reference: _Reference, waited: int) -> HttpResponse:
-    namespace = request.resolver_match.namespace if request.resolver_match else None
-    return_url = reverse("paycollect:return", current_app=namespace)
-    status_url = reverse("paycollect:return_status", current_app=namespace)
-    named = dict([reference.param])
+def _return_page(request: HttpRequest, reference: _Reference | None, waited: int) -> HttpResponse:
+    """The waiting page, or (after the last check, or with nothing to check) its neutral end state."""
     context: dict[str, Any] = {
-        "unconfirmed": waited >= MAX_REFRESHES,
-        "status_url": f"{status_url}?{urlencode(named)}",
-        "check_url": f"{return_url}?{urlencode({**named, 'wait': waited + 1})}",
-        "retry_url": f"{return_url}?{urlencode(named)}",
+        "unconfirmed": reference is None or waited >= MAX_REFRESHES,
         "refresh_seconds": REFRESH_SECONDS,
         "poll_ms": POLL_MS,
         "max_wait_ms": MAX_WAIT_SECONDS * 1000,
         # django-csp and similar set a per-request nonce; the inline script needs it under a strict CSP.
         "csp_nonce": getattr(request, "csp_nonce", ""),
     }
+    if reference is not None:
+        namespace = request.resolver_match.namespace if request.resolver_match else None
+        return_url = reverse("paycollect:return", current_app=namespace)
+        status_url = reverse("paycollect:return_status", current_app=namespace)
+        named = dict([reference.param])
+        context.update(
+            status_url=f"{status_url}?{urlencode(named)}",
+            check_url=f"{return_url}?{urlencode({**named, 'wait': waited + 1})}",
+            retry_url=f"{return_url}?{urlencode(named)}",
+        )
     response = render(request, "paycollect/return_waiting.html", context)
     # The page's URL holds the transaction's uuid or id: it is not sent on to other sites.
     response["Referrer-Policy"] = "same-origin"

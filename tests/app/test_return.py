@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.contrib.staticfiles import finders
 from django.core.cache import cache
+from django.utils import translation
 
 from django_paycollect import services, tasks, views
 from django_paycollect.models import ReceivedCallback, Transaction
@@ -76,7 +77,27 @@ def follow(client: Any, location: str) -> Any:
 
 
 def is_waiting_page(response: Any) -> bool:
-    return response.status_code == 200 and b'id="paycollect-waiting"' in response.content
+    return response.status_code == 200 and b'<section id="paycollect-waiting">' in response.content
+
+
+def is_neutral_page(response: Any) -> bool:
+    """The end state that neither confirms nor denies: not confirmed yet, do not pay again, where to look."""
+    page = response.content.decode()
+    return (
+        response.status_code == 200
+        and '<section id="paycollect-unconfirmed">' in page
+        and "We could not confirm this payment yet" in page
+        and "please do not pay again" in page
+        and "receipt in your e-mail" in page
+        and "your account on this site" in page
+    )
+
+
+def assert_denies_nothing(response: Any) -> None:
+    """Never "failed", never "nothing was charged": the customer may have paid."""
+    text = response.content.decode().lower()
+    for word in ("fail", "charged", "declined", "try again", "pay again later"):
+        assert word not in text, word
 
 
 # --- the service decides -----------------------------------------------------------------------------
@@ -216,23 +237,75 @@ def test_a_numeric_transaction_id_two_of_our_transactions_share_is_not_guessed_a
 
 
 @pytest.mark.parametrize("value", ["0", "-4821", "4821.0", "1e3", "\uff14\uff18", "9" * 19, "48 21"])
-def test_a_transaction_id_that_is_neither_a_uuid_nor_an_id_goes_to_the_failure_url(client, urls, value):
+def test_a_transaction_id_that_is_neither_a_uuid_nor_an_id_shows_the_neutral_page(client, urls, value):
     value = value.encode().decode("unicode_escape")
     response = client.get(RETURN, {"transaction_id": value})
-    assert response["Location"] == "/shop/cart/?payment=failed"
+    assert is_neutral_page(response)
+    assert_denies_nothing(response)
     assert client.get(STATUS, {"transaction_id": value}).status_code == 400
 
 
 @pytest.mark.parametrize(
     "query",
-    [{}, {"transaction_uuid": "not-a-uuid"}, {"transaction_uuid": UUID, "transaction_id": UUID[:-1] + "1"}],
-    ids=["none", "malformed", "contradictory"],
+    [
+        {},
+        {"transaction_uuid": "not-a-uuid"},
+        {"transaction_uuid": UUID[:-1]},  # the URL cut short
+        {"transaction_uuid": UUID.replace("-", "\u2010")},
+        {"transaction_uuid": "{" + UUID},
+        {"amount": "100", "transaction_status": "FAILED"},  # the uuid lost, the claim kept
+        {"transaction_uuid": UUID, "transaction_id": UUID[:-1] + "1"},
+    ],
+    ids=["none", "garbled", "cut", "unicode-dashes", "half-braced", "claim-only", "contradictory"],
 )
-def test_a_return_without_a_usable_uuid_goes_to_the_failure_url(client, urls, query):
+def test_a_return_without_a_readable_uuid_shows_the_neutral_page_never_the_failure_url(client, urls, query):
+    """Someone whose return URL was cut after a real payment must not be told to pay again."""
     response = client.get(RETURN, query)
-    assert response.status_code == 302
-    assert response["Location"] == "/shop/cart/?payment=failed"
+    assert is_neutral_page(response)
+    assert_denies_nothing(response)
+    assert b"<script" not in response.content  # nothing to poll
+    assert b"http-equiv" not in response.content
+    assert response["Referrer-Policy"] == "same-origin"
+    assert "no-store" in response["Cache-Control"]
     assert fetches(urls) == 0
+
+
+def test_the_neutral_page_reads_in_arabic_right_to_left(client, urls):
+    with translation.override("ar"):
+        response = client.get(RETURN)
+    page = response.content.decode()
+    assert '<html lang="ar" dir="rtl">' in page
+    assert "<h1>لم نتمكن من تأكيد هذه الدفعة بعد</h1>" in page
+    assert "يُرجى عدم الدفع مرة أخرى" in page
+    assert "بريدك الإلكتروني" in page
+    assert "حسابك" in page
+
+
+#: The 36-character form wrapped as the canonicaliser reads it (django_paycollect/ids.py).
+WRAPPED = {
+    "braced": lambda uuid: "{" + uuid + "}",
+    "braced-capitals": lambda uuid: "{" + uuid.upper() + "}",
+    "urn": lambda uuid: f"urn:uuid:{uuid}",
+    "urn-capitals": lambda uuid: f"URN:UUID:{uuid.upper()}",
+    "urn-padded": lambda uuid: f" urn:uuid:{uuid}\n",
+}
+
+
+@pytest.mark.parametrize("spelling", WRAPPED)
+@pytest.mark.parametrize("key", ["transaction_uuid", "transaction_id"])
+def test_a_wrapped_spelling_of_a_paid_uuid_returns_to_the_success_url(
+    client, urls, pay, no_throttle, spelling, key
+):
+    txn = pay("100.00")
+    urls.control.complete(txn.uuid, "SUCCESSFUL")
+    value = WRAPPED[spelling](txn.uuid)
+
+    response = client.get(RETURN, {key: value, "transaction_status": "FAILED"})
+
+    assert response.status_code == 302
+    assert response["Location"] == f"/shop/paid/?transaction_uuid={txn.uuid}"  # passed on canonical
+    assert client.get(STATUS, {key: value}).json() == {"status": "SUCCESSFUL"}
+    assert Transaction.objects.count() == 1
 
 
 def test_success_url_may_be_a_url_name(client, urls, pay, settings, no_throttle):
@@ -291,11 +364,50 @@ def test_a_uuid_named_only_by_an_invalid_callback_is_not_fetched(client, urls):
     assert fetches(urls) == 0
 
 
-def test_a_uuid_a_callback_named_but_the_service_does_not_know_fails(client, urls, no_throttle):
-    ReceivedCallback.objects.create(state=ReceivedCallback.FAILED, transaction_uuid=UUID)
-    response = client.get(RETURN, {"transaction_uuid": UUID})
-    assert response["Location"] == f"/shop/cart/?payment=failed&transaction_uuid={UUID}"
+@pytest.mark.parametrize("state", [ReceivedCallback.FAILED, ReceivedCallback.QUEUED])
+def test_a_uuid_a_callback_named_but_the_service_does_not_know_is_unconfirmed_never_failed(
+    client, urls, no_throttle, state
+):
+    """The service's 404 says nothing about a charge (a uuid of another community, one it has not
+    indexed yet): the customer waits, then sees the neutral page, never the failure URL."""
+    ReceivedCallback.objects.create(state=state, transaction_uuid=UUID)
+    assert is_waiting_page(client.get(RETURN, {"transaction_uuid": UUID}))
+    assert fetches(urls) == 1  # it was asked, and did not know it
+    assert client.get(STATUS, {"transaction_uuid": UUID}).json() == {"status": "PENDING"}
+    last = client.get(RETURN, {"transaction_uuid": UUID, "wait": str(views.MAX_REFRESHES)})
+    assert is_neutral_page(last)
+    assert_denies_nothing(last)
     assert not Transaction.objects.exists()
+
+
+def test_an_unknown_uuid_waits_then_shows_the_neutral_page_never_the_failure_url(client, urls, no_throttle):
+    for wait in range(views.MAX_REFRESHES + 2):
+        response = client.get(RETURN, {"transaction_uuid": UUID, "wait": str(wait)})
+        assert response.status_code == 200
+        assert_denies_nothing(response)
+        assert is_waiting_page(response) is (wait < views.MAX_REFRESHES)
+        assert is_neutral_page(response) is (wait >= views.MAX_REFRESHES)
+        assert client.get(STATUS, {"transaction_uuid": UUID}).json() == {"status": "PENDING"}
+    # With script, the same end state is in the page from the start, shown when polling gives up.
+    first = client.get(RETURN, {"transaction_uuid": UUID}).content.decode()
+    assert '<section id="paycollect-unconfirmed" hidden>' in first
+    assert "receipt in your e-mail" in first
+    assert fetches(urls) == 0
+
+
+def test_a_stored_failure_the_service_has_since_turned_into_a_success_goes_to_the_success_url(
+    client, urls, pay, no_throttle
+):
+    """A second try on the same payment page after a decline: its redirect brings the same uuid."""
+    txn = pay("100.00")
+    urls.control.complete(txn.uuid, "SUCCESSFUL")
+    Transaction.objects.filter(pk=txn.pk).update(status=Transaction.FAILED)  # the first try, as we stored it
+
+    response = client.get(RETURN, pay_params(txn))
+
+    assert response["Location"] == f"/shop/paid/?transaction_uuid={txn.uuid}"
+    txn.refresh_from_db()
+    assert txn.status == Transaction.SUCCESSFUL
 
 
 # --- a slow or broken service -------------------------------------------------------------------------
@@ -348,6 +460,10 @@ def test_service_errors_show_the_waiting_page_never_an_error(client, urls, pay, 
     response = client.get(RETURN, pay_params(txn))
     assert is_waiting_page(response)
     assert client.get(STATUS, {"transaction_uuid": txn.uuid}).json() == {"status": "PENDING"}
+    # A fetch that keeps failing ends on the neutral page, which says where to look.
+    last = client.get(RETURN, {"transaction_uuid": txn.uuid, "wait": str(views.MAX_REFRESHES)})
+    assert is_neutral_page(last)
+    assert_denies_nothing(last)
 
 
 def test_a_configuration_error_shows_the_waiting_page_too(client, urls, pay, no_throttle, settings):

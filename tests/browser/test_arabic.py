@@ -284,7 +284,14 @@ def test_the_unconfirmed_waiting_page_and_the_sandbox_s_unknown_links_in_arabic(
     unknown = "0b0b0b0b-1111-4222-8333-444455556666"
     # Back from the service, and still not confirmed after every check: never "failed", in Arabic.
     page.goto(f"{site.url}/payments/return/?transaction_uuid={unknown}&wait=100")
-    expect(page.locator("#paycollect-unconfirmed h1")).to_have_text("لم تُؤكَّد دفعتك بعد")
+    expect(page.locator("#paycollect-unconfirmed h1")).to_have_text("لم نتمكن من تأكيد هذه الدفعة بعد")
+    assert_reads_in_arabic(page)
+    # A return URL cut short, and the site's failure page without a failed payment: the same, in Arabic.
+    page.goto(f"{site.url}/payments/return/")
+    expect(page.locator("#paycollect-unconfirmed")).to_contain_text("يُرجى عدم الدفع مرة أخرى")
+    assert_reads_in_arabic(page)
+    page.goto(f"{site.url}/payment/failed/?transaction_uuid={unknown}")
+    expect(page.locator("#result-title")).to_have_text("لم نتمكن من تأكيد هذه الدفعة بعد")
     assert_reads_in_arabic(page)
     # A payment link or an order link that the service does not know.
     page.goto(f"{site.url}/sandbox/pay/{unknown}/")

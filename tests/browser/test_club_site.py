@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import requests
@@ -94,6 +95,38 @@ def test_declined_payment_shows_the_failure_page_and_can_be_paid_again(page: Any
     page.wait_for_url(re.compile(r"/payment/thanks/"))
     assert status_of(page) == "paid"
     expect(page.locator("#payment-history")).to_contain_text("2 attempts")
+
+
+def test_a_return_that_cannot_be_read_never_says_the_payment_failed(page: Any, site: ClubSite) -> None:
+    uuid = paid_membership(page, site, email=unique_email("cut"))
+
+    # The return URL cut short after a real payment: no parameters, or half of the uuid. The payment app
+    # shows its neutral page (no redirect), never the failure page.
+    for query in ("", f"?transaction_uuid={uuid[:20]}"):
+        page.goto(f"{site.url}/payments/return/{query}")
+        unconfirmed = page.locator("#paycollect-unconfirmed")
+        expect(unconfirmed.locator("h1")).to_have_text("We could not confirm this payment yet")
+        expect(unconfirmed).to_contain_text("please do not pay again")
+        expect(unconfirmed).to_contain_text("look for its receipt in your e-mail")
+        expect(unconfirmed).to_be_visible()
+        assert page.url == f"{site.url}/payments/return/{query}"
+        expect(page.locator("body")).not_to_contain_text("charged")
+    screenshot(page, "return-unconfirmed")
+
+    # The same payment's uuid in braces, or as a URN: read as the uuid it is, so back to the thanks page.
+    for spelling in ("{" + uuid + "}", f"urn:uuid:{uuid.upper()}"):
+        page.goto(f"{site.url}/payments/return/?transaction_uuid={quote(spelling)}")
+        page.wait_for_url(f"{site.url}/payment/thanks/?transaction_uuid={uuid}")
+        expect(page.locator("#result-title")).to_have_text("Thank you for your payment")
+        assert status_of(page) == "paid"
+
+    # The site's failure page opened for a payment that did not fail, or for none: not confirmed, never
+    # "nothing was charged".
+    for query in (f"?transaction_uuid={uuid}", ""):
+        page.goto(f"{site.url}/payment/failed/{query}")
+        expect(page.locator("#result-title")).to_have_text("We could not confirm this payment yet")
+        expect(page.locator("#unconfirmed")).to_contain_text("please do not pay again")
+        expect(page.locator("main")).not_to_contain_text("charged")
 
 
 def test_direct_order_is_paid_through_its_link_with_custom_fields(page: Any, site: ClubSite) -> None:

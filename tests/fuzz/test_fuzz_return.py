@@ -1,5 +1,6 @@
-"""Fuzz of the browser return and its status endpoint: whatever the query, never a 5xx, and never the
-success URL unless the stored transaction the query names is SUCCESSFUL.
+"""Fuzz of the browser return and its status endpoint: whatever the query, never a 5xx, never the
+success URL unless the stored transaction the query names is SUCCESSFUL, and never the failure URL unless it
+is FAILED: a query it cannot read shows the neutral page ("not confirmed yet, do not pay again").
 
 The database holds a PENDING, a SUCCESSFUL and a FAILED transaction (the SUCCESSFUL one with the service's
 numeric id ``SUCCESSFUL_ID``, which a return may name alone), and a uuid only a callback named (a direct
@@ -209,7 +210,7 @@ def named_in(query: str) -> str:
 
 
 def outcome_of_return(response: Any) -> tuple[str, str]:
-    """("success" | "failure" | "waiting" | "refused", the uuid or id the view used, or "")."""
+    """("success" | "failure" | "waiting" | "neutral" | "refused", the uuid or id the view used, or "")."""
     if response.status_code == 302:
         location = response["Location"]
         parts = urlsplit(location)
@@ -222,7 +223,12 @@ def outcome_of_return(response: Any) -> tuple[str, str]:
         return "refused", ""
     assert response.status_code == 200, response.status_code
     content = response.content.decode()
-    assert 'id="paycollect-waiting"' in content
+    if 'id="paycollect-waiting"' not in content:
+        # Nothing it could read: the neutral end state at once, with nothing to poll.
+        assert '<section id="paycollect-unconfirmed">' in content
+        assert "data-status-url" not in content
+        assert "fail" not in content.lower()
+        return "neutral", ""
     found = WAITING_STATUS_URL.search(content)
     assert found is not None
     status_url = unescape(found.group(1))
@@ -292,13 +298,15 @@ def test_the_return_and_its_status_never_fail_and_never_show_success_unless_paid
         if used:
             assert used in candidates(query), (used, query.string)
             assert used == canonical_uuid(used)
-        # Success only for the stored SUCCESSFUL transaction, failure only for the FAILED one, whatever
-        # the spelling of their uuid (capitals, no dashes): the view uses the canonical form.
+        # Success only for the stored SUCCESSFUL transaction, failure only for the FAILED one, whatever the
+        # spelling of their uuid (capitals, no dashes, braces, urn:uuid:): the view uses the canonical form.
         if outcome == "success":
             assert names_successful(used)
             tally["success by numeric id"] += used == str(SUCCESSFUL_ID)
         elif outcome == "failure":
-            assert used == "" or same_uuid(used, FAILED)
+            assert same_uuid(used, FAILED)
+        elif outcome == "neutral":
+            assert not used
         elif outcome == "waiting":
             assert used not in (SUCCESSFUL, FAILED)
             assert response["Referrer-Policy"] == "same-origin"
@@ -306,8 +314,10 @@ def test_the_return_and_its_status_never_fail_and_never_show_success_unless_paid
             pytest.fail(f"the return answered {response.status_code}")
         if names_successful(used):
             assert outcome == "success"
+        if same_uuid(used, FAILED):
+            assert outcome == "failure"
         # The status endpoint agrees with the return.
-        if outcome == "failure" and not used:
+        if outcome == "neutral":
             assert status.status_code == 400
             assert status.json() == {"status": "UNKNOWN"}
         else:
@@ -319,7 +329,7 @@ def test_the_return_and_its_status_never_fail_and_never_show_success_unless_paid
     print(f"\nreturn fuzz: {dict(tally)}; fetches tried: {ApiCall.objects.count()}")
     assert tally.total() >= examples(1200)
     if FULL:
-        for outcome in ("success", "failure", "waiting", "405", "too many fields"):
+        for outcome in ("success", "failure", "waiting", "neutral", "405", "too many fields"):
             assert tally[outcome] >= 10, tally
         assert tally["success by numeric id"] >= 1, tally
     # Nothing was changed: the service could not be read, and a query is never believed.

@@ -390,7 +390,9 @@ def payment_failure(request: HttpRequest) -> HttpResponse:
 def _payment_result(request: HttpRequest, template: str) -> HttpResponse:
     """PAYCOLLECT's SUCCESS_URL and FAILURE_URL. The uuid in the query (or the service's numeric id, for a
     return that carried only that) is the visitor's claim: details are shown only for a membership started
-    in this browser (or to staff), never by uuid or id alone."""
+    in this browser (or to staff), never by uuid or id alone. The failure page says the payment failed only
+    when the transaction it names is FAILED (as the service said); anyone may open it, so otherwise it says
+    the payment is not confirmed yet, never that nothing was charged."""
     uuid = request.GET.get("transaction_uuid", "")
     service_id = service_id_of(request.GET.get("transaction_id"))
     if uuid:
@@ -405,7 +407,12 @@ def _payment_result(request: HttpRequest, template: str) -> HttpResponse:
     ):
         membership = None
     order = txn.direct_order if txn is not None and request.user.is_staff else None
-    context: dict[str, Any] = {"membership": membership, "order": order, "currency": CURRENCY}
+    context: dict[str, Any] = {
+        "membership": membership,
+        "order": order,
+        "currency": CURRENCY,
+        "failed": txn is not None and txn.status == Transaction.FAILED,
+    }
     if membership is not None:
         context.update(_membership_context(request, membership))
     return render(request, template, context)
