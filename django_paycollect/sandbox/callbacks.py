@@ -250,6 +250,7 @@ class _Worker(threading.Thread):
     def __init__(self) -> None:
         super().__init__(name="paycollect-sandbox-callbacks", daemon=True)
         self.event = threading.Event()
+        self.stopping = False
 
     def run(self) -> None:
         # A crash mid-attempt leaves rows DELIVERING; they are due again. Only stale ones: another process
@@ -262,7 +263,7 @@ class _Worker(threading.Thread):
                 ).update(status=CallbackDelivery.Status.PENDING)
         except Exception:
             logger.exception("could not requeue interrupted callbacks")
-        while True:
+        while not self.stopping:
             wait = _MAX_IDLE_WAIT
             # Cleared before looking, so a wake-up arriving during the pass is not lost.
             self.event.clear()
@@ -291,6 +292,18 @@ def ensure_worker() -> None:
         if _worker is None or not _worker.is_alive():
             _worker = _Worker()
             _worker.start()
+
+
+def stop_worker(timeout: float = 10.0) -> None:
+    """Stop this process's delivery thread after its current pass (a test that mounted the sandbox and is
+    done with it: the thread must not outlive the test database). The next callback starts it again."""
+    global _worker
+    with _worker_lock:
+        worker, _worker = _worker, None
+    if worker is not None and worker.is_alive():
+        worker.stopping = True
+        worker.event.set()
+        worker.join(timeout)
 
 
 def wake() -> None:

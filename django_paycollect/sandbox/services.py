@@ -147,8 +147,12 @@ def complete(transaction_uuid: Any, outcome: str) -> Transaction:
             raise ApiError.field(
                 "transaction_uuid", gettext("Transaction is already %(status)s.") % {"status": tx.status}
             )
-        if tx.direct_order_id is not None and outcome == SUCCESSFUL and _order_paid(tx.direct_order_id):
-            raise ApiError.field("transaction_uuid", gettext("The direct order is already paid."))
+        if tx.direct_order_id is not None and outcome == SUCCESSFUL:
+            # Two payments of one order completing at once (two processes on PostgreSQL): the order's row
+            # lock makes the second one see the first one's success.
+            DirectOrder.objects.select_for_update().filter(pk=tx.direct_order_id).first()
+            if _order_paid(tx.direct_order_id):
+                raise ApiError.field("transaction_uuid", gettext("The direct order is already paid."))
         moment = now()
         tx.status = outcome
         tx.completed_at = moment
@@ -173,8 +177,11 @@ def complete(transaction_uuid: Any, outcome: str) -> Transaction:
 
 
 def _locked_transaction(transaction_uuid: Any) -> Transaction:
+    # The lock is on the transaction's row only: its API payment, direct order and series are nullable,
+    # and PostgreSQL refuses FOR UPDATE on the nullable side of the outer joins that read them. Whoever
+    # changes one of those rows locks it by itself (the series in complete() and cancel_recurring()).
     tx = (
-        Transaction.objects.select_for_update()
+        Transaction.objects.select_for_update(of=("self",))
         .select_related("community", "api_payment", "direct_order", "series")
         .filter(uuid=transaction_uuid)
         .first()

@@ -27,9 +27,9 @@ def _paid(sandbox: Sandbox, action: str = "pay") -> str:
 
 
 def test_retries_until_the_receiver_accepts(
-    paycollect_sandbox: Sandbox, paycollect_callback_receiver: CallbackReceiver
+    sandbox: Sandbox, paycollect_callback_receiver: CallbackReceiver
 ) -> None:
-    sandbox, receiver = paycollect_sandbox, paycollect_callback_receiver
+    receiver = paycollect_callback_receiver
     sandbox.control.configure_api_payment(sandbox.variable_amount_id, callback_url=receiver.url)
     sandbox.control.set_config(callback_retry_delays=[0.05, 0.1, 0.1])
     receiver.fail_next(500, 503)
@@ -49,8 +49,7 @@ def test_retries_until_the_receiver_accepts(
     assert starts[2] - starts[1] >= dt.timedelta(seconds=0.1)
 
 
-def test_gives_up_when_the_receiver_is_down(paycollect_sandbox: Sandbox) -> None:
-    sandbox = paycollect_sandbox
+def test_gives_up_when_the_receiver_is_down(sandbox: Sandbox) -> None:
     sandbox.control.configure_api_payment(
         sandbox.variable_amount_id, callback_url=closed_port_url() + "?token=cb-s3cret"
     )
@@ -67,9 +66,9 @@ def test_gives_up_when_the_receiver_is_down(paycollect_sandbox: Sandbox) -> None
 
 
 def test_the_callback_url_is_used_as_configured(
-    paycollect_sandbox: Sandbox, paycollect_callback_receiver: CallbackReceiver
+    sandbox: Sandbox, paycollect_callback_receiver: CallbackReceiver
 ) -> None:
-    sandbox, receiver = paycollect_sandbox, paycollect_callback_receiver
+    receiver = paycollect_callback_receiver
     sandbox.control.configure_api_payment(
         sandbox.variable_amount_id, callback_url=receiver.url + "?token=cb-s3cret"
     )
@@ -79,9 +78,9 @@ def test_the_callback_url_is_used_as_configured(
 
 
 def test_failed_payment_sends_a_failed_callback_and_redirect(
-    paycollect_sandbox: Sandbox, paycollect_callback_receiver: CallbackReceiver
+    sandbox: Sandbox, paycollect_callback_receiver: CallbackReceiver
 ) -> None:
-    sandbox, receiver = paycollect_sandbox, paycollect_callback_receiver
+    receiver = paycollect_callback_receiver
     sandbox.control.configure_api_payment(
         sandbox.variable_amount_id, callback_url=receiver.url, redirect_url="https://merchant.example/back"
     )
@@ -118,9 +117,9 @@ def test_failed_payment_sends_a_failed_callback_and_redirect(
 
 
 def test_duplicate_drop_delay_and_redeliver(
-    paycollect_sandbox: Sandbox, paycollect_callback_receiver: CallbackReceiver
+    sandbox: Sandbox, paycollect_callback_receiver: CallbackReceiver
 ) -> None:
-    sandbox, receiver = paycollect_sandbox, paycollect_callback_receiver
+    receiver = paycollect_callback_receiver
     sandbox.control.configure_api_payment(sandbox.variable_amount_id, callback_url=receiver.url)
     plan = sandbox.control.next_callbacks("duplicate")
     assert plan == [{"action": "duplicate"}]
@@ -158,9 +157,9 @@ def test_duplicate_drop_delay_and_redeliver(
 
 
 def test_callback_uuid_key_is_configurable(
-    paycollect_sandbox: Sandbox, paycollect_callback_receiver: CallbackReceiver
+    sandbox: Sandbox, paycollect_callback_receiver: CallbackReceiver
 ) -> None:
-    sandbox, receiver = paycollect_sandbox, paycollect_callback_receiver
+    receiver = paycollect_callback_receiver
     sandbox.control.configure_api_payment(sandbox.variable_amount_id, callback_url=receiver.url)
     sandbox.control.set_config(callback_uuid_key="transaction_id")
     as_example = _paid(sandbox)
@@ -172,8 +171,7 @@ def test_callback_uuid_key_is_configurable(
     assert second.body["transaction_id"] == second.body["transaction_uuid"] == as_both
 
 
-def test_no_callback_url_is_logged_as_skipped(paycollect_sandbox: Sandbox) -> None:
-    sandbox = paycollect_sandbox
+def test_no_callback_url_is_logged_as_skipped(sandbox: Sandbox) -> None:
     sandbox.control.configure_api_payment(sandbox.variable_amount_id, callback_url="")
     tx = _paid(sandbox)
     (delivery,) = sandbox.control.callbacks(tx)

@@ -35,8 +35,8 @@ class Ledger:
         self.collected_after_clock_moves = Decimal("0.00")
 
 
-def test_end_to_end_walk(paycollect_sandbox: Sandbox, paycollect_callback_receiver: CallbackReceiver) -> None:
-    sandbox, receiver = paycollect_sandbox, paycollect_callback_receiver
+def test_end_to_end_walk(sandbox: Sandbox, paycollect_callback_receiver: CallbackReceiver) -> None:
+    receiver = paycollect_callback_receiver
     client = sandbox.client
     ledger = Ledger()
     sandbox.control.configure_api_payment(

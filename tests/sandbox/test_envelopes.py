@@ -62,8 +62,7 @@ def pay_body(sandbox: Sandbox, **overrides: Any) -> dict[str, Any]:
     return body
 
 
-def test_every_endpoint_and_error_path_answers_the_envelope(paycollect_sandbox: Sandbox) -> None:
-    sandbox = paycollect_sandbox
+def test_every_endpoint_and_error_path_answers_the_envelope(sandbox: Sandbox) -> None:
     w = Wire(sandbox)
     key = w.key
     cid = sandbox.community_id

@@ -3,11 +3,14 @@ its refusal to run in a live deployment."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
+import threading
+import time
 from decimal import Decimal
 from io import StringIO
 from pathlib import Path
@@ -16,14 +19,16 @@ from typing import Any
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
+from django.db import connection
 from django.test import Client
 from pytest_django.fixtures import Settings
 
-from django_paycollect.sandbox import faults, seed
+from django_paycollect.sandbox import faults, seed, services, state
 from django_paycollect.sandbox.apps import check_not_live
-from django_paycollect.sandbox.models import ApiPayment, OutboxMessage, Transaction
+from django_paycollect.sandbox.envelope import ApiError
+from django_paycollect.sandbox.models import ApiPayment, DirectOrder, OutboxMessage, Transaction
 
-from .support import BILLING_JSON
+from .support import BILLING_JSON, future_date
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.sandbox.urls")]
 
@@ -333,3 +338,147 @@ def test_a_fault_on_every_request_is_read_once_a_second_and_never_written(
     fastpath.forget_faults()
     assert faults.take("pay") is None
     assert not Fault.objects.filter(pk=counted.pk).exists()
+
+
+def test_pay_complete_refund_capture_and_cancel_take_row_locks_on_the_projects_database(
+    client: Client, identity: dict[str, Any], settings: Settings
+) -> None:
+    """Every state change of the mounted sandbox locks its transaction on the project's own database.
+
+    On PostgreSQL (make test-postgres) this is where FOR UPDATE meets the nullable relations of a
+    transaction (API payment, direct order, series): the lock must be on the row itself, never on the
+    nullable side of an outer join, which PostgreSQL refuses.
+    """
+    settings.PAYCOLLECT_SANDBOX = {"CALLBACK_WORKER": False, "CONTROL_API": True}
+    key, cid = identity["api_key"], identity["community_id"]
+    pay_path = "/sandbox/api/v1/payments/pay/variable-amount"
+
+    # The hosted page's Pay: redirected to the API payment's return URL.
+    by_page = _post(client, pay_path, _pay_body(identity), x_api_key=key).json()["data"]["transaction_uuid"]
+    paid = client.post(f"/sandbox/pay/{by_page}/", {"action": "pay"})
+    assert paid.status_code == 302, paid.content[:500]
+    assert "transaction_status=SUCCESSFUL" in paid["Location"]
+
+    # The control API's completion (a kiosk payment, or a card payment without the page).
+    by_control = _post(client, pay_path, _pay_body(identity), x_api_key=key).json()["data"][
+        "transaction_uuid"
+    ]
+    completed = client.post(
+        f"/sandbox/_control/transactions/{by_control}/complete",
+        data=json.dumps({"outcome": "SUCCESSFUL"}),
+        content_type="application/json",
+    )
+    assert completed.status_code == 200, completed.content[:500]
+
+    for tx_uuid in (by_page, by_control):
+        refunded = _post(
+            client,
+            "/sandbox/api/payments/refund-transaction/",
+            {"transaction_uuid": tx_uuid, "refund_amount": "4.00"},
+            x_api_key=key,
+        )
+        assert refunded.status_code == 201, refunded.content[:500]
+        captured = _post(
+            client, "/sandbox/api/payments/capture-payment/", {"transaction_uuid": tx_uuid}, x_api_key=key
+        )
+        assert captured.status_code == 201, captured.content[:500]
+    assert {(t.refunded_amount, t.captured_at is not None) for t in Transaction.objects.all()} == {
+        (Decimal("4.00"), True)
+    }
+
+    # A recurring payment: its completion locks the series too; the cancel locks the transaction first.
+    recurring = {
+        **_pay_body(identity),
+        "is_recurring": True,
+        "expiry_date": str(future_date(100)),
+        "minimum_days_between_payments": 30,
+    }
+    parent = _post(client, pay_path, recurring, x_api_key=key).json()["data"]["transaction_uuid"]
+    assert client.post(f"/sandbox/pay/{parent}/", {"action": "pay"}).status_code == 302
+    cancelled = _post(
+        client, "/sandbox/api/payments/cancel-recurring-payment/", {"transaction_uuid": parent}, x_api_key=key
+    )
+    assert cancelled.status_code == 200, cancelled.content[:500]
+
+    # A direct order's payment link: the order's own page starts and completes its payment.
+    order = _post(
+        client,
+        "/sandbox/api/orders/create-direct-order/",
+        {
+            "name": "Trip",
+            "community_id": cid,
+            "amount": {"amount": 50, "currency": "EGP"},
+            "payment_methods": ["card"],
+            "customer_name": "Omar Hassan",
+            "customer_email": "omar@example.com",
+            "customer_mobile": "+201112223334",
+        },
+        x_api_key=key,
+    ).json()["data"]
+    link = order["payment_link"].removeprefix("http://testserver")
+    ordered = client.post(link, {"action": "pay", "pay_using": "card"})
+    assert ordered.status_code in (200, 302), ordered.content[:500]
+    assert Transaction.objects.filter(direct_order__isnull=False, status="SUCCESSFUL").count() == 1
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_two_payments_of_one_direct_order_completing_at_once_pay_it_once(
+    client: Client, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes serving one PostgreSQL database: each has its own write lock, so only a row lock on the
+    order keeps its second payment from succeeding beside the first."""
+    settings.PAYCOLLECT_SANDBOX = {"CALLBACK_WORKER": False}
+    identity = seed.seed(None, "http://testserver/sandbox")
+    order = _post(
+        client,
+        "/sandbox/api/orders/create-direct-order/",
+        {
+            "name": "Trip",
+            "community_id": identity["community_id"],
+            "amount": {"amount": 50, "currency": "EGP"},
+            "payment_methods": ["kiosk"],
+            "customer_name": "Omar Hassan",
+            "customer_email": "omar@example.com",
+            "customer_mobile": "+201112223334",
+        },
+        x_api_key=identity["api_key"],
+    ).json()["data"]
+    direct_order = DirectOrder.objects.get(payment_id=order["payment_link"].rstrip("/").rsplit("/", 1)[1])
+    # Two kiosk bills of the same order, both waiting for the kiosk.
+    pending = [services.start_order_payment(direct_order, "kiosk", {}).uuid for _ in range(2)]
+
+    # As in two processes: no shared in-process lock, and each looks at the order before either commits.
+    monkeypatch.setattr(state, "WRITE_LOCK", contextlib.nullcontext())
+    order_paid = services._order_paid
+
+    def slow_order_paid(order_id: int) -> bool:
+        paid = order_paid(order_id)
+        time.sleep(0.5)
+        return paid
+
+    monkeypatch.setattr(services, "_order_paid", slow_order_paid)
+    start = threading.Barrier(2)
+    outcomes: dict[str, str] = {}
+
+    def complete(tx_uuid: Any) -> None:
+        start.wait(timeout=10)
+        try:
+            services.complete(tx_uuid, services.SUCCESSFUL)
+            outcomes[str(tx_uuid)] = "paid"
+        except ApiError as exc:
+            outcomes[str(tx_uuid)] = str(exc.errors)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=complete, args=(tx_uuid,)) for tx_uuid in pending]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert sorted(outcomes.values()) == [
+        "[{'transaction_uuid': ['The direct order is already paid.']}]",
+        "paid",
+    ]
+    assert Transaction.objects.filter(direct_order=direct_order, status="SUCCESSFUL").count() == 1

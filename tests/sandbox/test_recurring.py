@@ -38,9 +38,9 @@ def _recurring_block(client: PayCollectClient, sandbox: Sandbox, tx: str) -> dic
 
 
 def test_a_failed_renewal_has_order_zero_and_the_series_goes_on(
-    paycollect_sandbox: Sandbox, paycollect_callback_receiver: CallbackReceiver
+    sandbox: Sandbox, paycollect_callback_receiver: CallbackReceiver
 ) -> None:
-    sandbox, receiver = paycollect_sandbox, paycollect_callback_receiver
+    receiver = paycollect_callback_receiver
     sandbox.control.configure_api_payment(sandbox.variable_amount_id, callback_url=receiver.url)
     parent = _recurring(sandbox, expiry_days=100, every=10)
     sandbox.control.fail_next_renewals(parent, times=1)
@@ -60,8 +60,7 @@ def test_a_failed_renewal_has_order_zero_and_the_series_goes_on(
     assert [b["recurring"]["is_sub_payment"] for b in bodies] == [False, True, True]
 
 
-def test_the_series_stops_at_its_expiry_date(paycollect_sandbox: Sandbox) -> None:
-    sandbox = paycollect_sandbox
+def test_the_series_stops_at_its_expiry_date(sandbox: Sandbox) -> None:
     parent = _recurring(sandbox, expiry_days=25, every=10)
     # Renewals on days 10 and 20; day 30 is past the expiry date.
     assert len(sandbox.control.advance_clock(45)) == 2
@@ -70,9 +69,9 @@ def test_the_series_stops_at_its_expiry_date(paycollect_sandbox: Sandbox) -> Non
 
 
 def test_a_recurring_direct_order_renews_with_its_message_and_custom_fields(
-    paycollect_sandbox: Sandbox, paycollect_callback_receiver: CallbackReceiver
+    sandbox: Sandbox, paycollect_callback_receiver: CallbackReceiver
 ) -> None:
-    sandbox, receiver = paycollect_sandbox, paycollect_callback_receiver
+    receiver = paycollect_callback_receiver
     order = sandbox.client.create_direct_order(
         name="Monthly coaching",
         community_id=sandbox.community_id,
@@ -128,9 +127,9 @@ def test_the_runner_serves_under_a_prefix(tmp_path: Path) -> None:
 
 
 def test_a_direct_order_paid_at_a_kiosk(
-    paycollect_sandbox: Sandbox, paycollect_callback_receiver: CallbackReceiver
+    sandbox: Sandbox, paycollect_callback_receiver: CallbackReceiver
 ) -> None:
-    sandbox, receiver = paycollect_sandbox, paycollect_callback_receiver
+    receiver = paycollect_callback_receiver
     order = sandbox.client.create_direct_order(
         name="Court booking",
         community_id=sandbox.community_id,

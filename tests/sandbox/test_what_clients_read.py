@@ -5,8 +5,9 @@ the spec: ``member_id`` is ``null`` when there is none (every real answer sends 
 both ``bill_refrence`` (the spec's spelling) and ``bill_reference``; the redirects carry the spec's types
 (Pay's ``amount`` an integer, a direct order's amounts floats); a Pay body without ``original_amount`` (the
 service's own Node SDK never sends one) is refused with a 400 naming the field, unless the sandbox is told to
-accept it. The sandbox runs as its own process (the ``paycollect_sandbox`` fixture), reached over HTTP, or
-mounted in the test project where its Django settings are what is tested.
+accept it. The sandbox runs as its own process (the ``paycollect_sandbox`` fixture) and, on PostgreSQL,
+mounted in the test project (the ``sandbox`` fixture gives both), reached over HTTP; or mounted and driven by
+Django's test client where its Django settings are what is tested.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ def fetch(sb: Any, uuid: str) -> dict[str, Any]:
 # --- member_id, bill references -------------------------------------------------------------------------
 
 
-def test_member_id_is_null_when_there_is_none_and_the_membership_id_otherwise(paycollect_sandbox):
-    sb = paycollect_sandbox
+def test_member_id_is_null_when_there_is_none_and_the_membership_id_otherwise(sandbox):
+    sb = sandbox
     without = assert_envelope(post(sb, PAY, pay_body(sb)), 200)["data"]
     member = assert_envelope(post(sb, PAY, pay_body(sb, membership_id="M-7")), 200)["data"]
 
@@ -86,8 +87,8 @@ def test_member_id_is_null_when_there_is_none_and_the_membership_id_otherwise(pa
     )
 
 
-def test_a_kiosk_payment_answers_both_spellings_of_the_bill_reference(paycollect_sandbox):
-    sb = paycollect_sandbox
+def test_a_kiosk_payment_answers_both_spellings_of_the_bill_reference(sandbox):
+    sb = sandbox
     data = assert_envelope(post(sb, PAY, pay_body(sb, pay_using="kiosk")), 200)["data"]
     assert isinstance(data["bill_refrence"], int)  # the spec's spelling and type
     assert data["bill_reference"] == data["bill_refrence"]  # what a client written against the service reads
@@ -97,8 +98,8 @@ def test_a_kiosk_payment_answers_both_spellings_of_the_bill_reference(paycollect
 # --- the redirects' types -------------------------------------------------------------------------------
 
 
-def test_the_pay_redirect_sends_amount_as_an_integer_and_piasters_exactly(paycollect_sandbox):
-    sb = paycollect_sandbox
+def test_the_pay_redirect_sends_amount_as_an_integer_and_piasters_exactly(sandbox):
+    sb = sandbox
     sb.control.configure_api_payment(sb.variable_amount_id, redirect_url="https://shop.example/return")
     started = assert_envelope(post(sb, PAY, pay_body(sb)), 200)["data"]
 
@@ -111,8 +112,8 @@ def test_the_pay_redirect_sends_amount_as_an_integer_and_piasters_exactly(paycol
     assert set(params) == {"amount_piasters", "amount", "transaction_uuid", "transaction_status"}
 
 
-def test_the_direct_order_redirect_sends_its_amounts_as_floats(paycollect_sandbox):
-    sb = paycollect_sandbox
+def test_the_direct_order_redirect_sends_its_amounts_as_floats(sandbox):
+    sb = sandbox
     order = sb.client.create_direct_order(
         name="Summer camp",
         community_id=sb.community_id,
@@ -144,8 +145,8 @@ def node_sdk_pay_body(sb: Any) -> dict[str, Any]:
     return body
 
 
-def test_a_pay_without_original_amount_is_refused_with_a_400_naming_the_field(paycollect_sandbox):
-    sb = paycollect_sandbox
+def test_a_pay_without_original_amount_is_refused_with_a_400_naming_the_field(sandbox):
+    sb = sandbox
     body = assert_envelope(post(sb, PAY, node_sdk_pay_body(sb)), 400)
 
     assert body["status"]["message"] == "validation error: original_amount"  # for clients that show only this
@@ -157,8 +158,8 @@ def test_a_pay_without_original_amount_is_refused_with_a_400_naming_the_field(pa
     assert stats.total_number_of_transactions == 0  # nothing was started
 
 
-def test_every_field_of_a_refused_body_is_named_in_the_message(paycollect_sandbox):
-    sb = paycollect_sandbox
+def test_every_field_of_a_refused_body_is_named_in_the_message(sandbox):
+    sb = sandbox
     body = node_sdk_pay_body(sb)
     del body["variable_amount_id"]
     message = assert_envelope(post(sb, PAY, body), 400)["status"]["message"]
@@ -169,8 +170,8 @@ def test_every_field_of_a_refused_body_is_named_in_the_message(paycollect_sandbo
     }
 
 
-def test_the_control_api_relaxes_the_rule_for_clients_that_never_send_original_amount(paycollect_sandbox):
-    sb = paycollect_sandbox
+def test_the_control_api_relaxes_the_rule_for_clients_that_never_send_original_amount(sandbox):
+    sb = sandbox
     assert sb.control.set_config(require_original_amount=False)["require_original_amount"] is False
 
     started = assert_envelope(post(sb, PAY, node_sdk_pay_body(sb)), 200)["data"]
@@ -185,8 +186,8 @@ def test_the_control_api_relaxes_the_rule_for_clients_that_never_send_original_a
     assert_envelope(post(sb, PAY, node_sdk_pay_body(sb)), 400)
 
 
-def test_the_relaxed_rule_still_checks_an_original_amount_that_is_sent(paycollect_sandbox):
-    sb = paycollect_sandbox
+def test_the_relaxed_rule_still_checks_an_original_amount_that_is_sent(sandbox):
+    sb = sandbox
     sb.control.set_config(require_original_amount=False)
     body = assert_envelope(post(sb, PAY, pay_body(sb, original_amount="1.005")), 400)
     assert "original_amount" in body["status"]["errors"][0]
