@@ -22,8 +22,13 @@ DEFAULTS: dict[str, Any] = {
     # True on a staging site whose sandbox is driven from outside with DEBUG off: the system check
     # paycollect_sandbox.E001 (control API reachable without DEBUG) becomes the warning W001.
     "STAGING": False,
-    # Sandbox dashboard pages (communities, API payment URLs, callbacks, outbox, journal).
-    "DASHBOARD": True,
+    # Sandbox dashboard pages (communities, API payment URLs, callbacks, outbox, journal) and the demo
+    # merchant. They show the sandbox's credentials and change where its API payments send customers and
+    # callbacks: None (the default) turns them on with DEBUG only; True also without DEBUG, for staff only.
+    "DASHBOARD": None,
+    # True lets visitors who are not staff use the dashboard with DEBUG off too (the standalone runner, which
+    # has no users). Secrets stay hidden from them.
+    "DASHBOARD_PUBLIC": False,
     # Literal values used for the spec's placeholders; neutral by default.
     "NETWORK_NAMES": {key: key for key in NETWORK_KEYS},
     # wallet_processor of create_community: one of three processors (two banks and a mobile operator).
@@ -59,7 +64,8 @@ CALLBACK_UUID_KEYS = ("transaction_uuid", "transaction_id", "both")
 class SandboxSettings:
     control_api: bool
     staging: bool
-    dashboard: bool
+    dashboard: bool | None
+    dashboard_public: bool
     network_names: dict[str, str]
     wallet_processors: list[str]
     wallet_pay_using: str
@@ -101,7 +107,8 @@ def _read_settings() -> SandboxSettings:
     return SandboxSettings(
         control_api=bool(merged["CONTROL_API"]),
         staging=bool(merged["STAGING"]),
-        dashboard=bool(merged["DASHBOARD"]),
+        dashboard=None if merged["DASHBOARD"] is None else bool(merged["DASHBOARD"]),
+        dashboard_public=bool(merged["DASHBOARD_PUBLIC"]),
         network_names={key: str(value) for key, value in names.items()},
         wallet_processors=[str(v) for v in merged["WALLET_PROCESSORS"]],
         wallet_pay_using=str(merged["WALLET_PAY_USING"]),
@@ -115,6 +122,13 @@ def _read_settings() -> SandboxSettings:
         require_original_amount=bool(merged["REQUIRE_ORIGINAL_AMOUNT"]),
         max_amount=Decimal(str(merged["MAX_AMOUNT"])),
     )
+
+
+def dashboard_on() -> bool:
+    """Whether the dashboard pages answer at all: the setting, or DEBUG when it is left unset (read on each
+    call, as DEBUG may change in tests)."""
+    dashboard = get_settings().dashboard
+    return bool(settings.DEBUG) if dashboard is None else dashboard
 
 
 def pay_using_values() -> list[str]:

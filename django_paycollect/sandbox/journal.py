@@ -77,6 +77,20 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="[]"), parts.fragment))
 
 
+def mask_url(url: str) -> str:
+    """A URL for visitors who may not see secrets: its scheme and host, and nothing of what follows.
+
+    A merchant's callback token may sit anywhere in the path (the app's ``callback/<token>/``) or the
+    query, under any name, so no part after the host is shown.
+    """
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    rest = parts.path.strip("/") or parts.query or parts.fragment
+    return urlunsplit((parts.scheme, host, f"/{REDACTED}" if rest else parts.path, "", ""))
+
+
 def redact_json_text(text: str) -> Any:
     from .envelope import loads
 

@@ -68,6 +68,9 @@ PAYCOLLECT_SANDBOX = {
     # The standalone runner is the sandbox itself, driven from outside (tests, scripts) without DEBUG.
     "STAGING": True,
     "DASHBOARD": True,
+    # No users here: the dashboard is for whoever reaches the runner (on loopback by default); secrets stay
+    # hidden on it (the start-up banner and the control API give them).
+    "DASHBOARD_PUBLIC": True,
     "CALLBACK_WORKER": True,
     "JOURNAL_STORAGE": "memory",
     **({"CALLBACK_RETRY_DELAYS": [float(d) for d in _delays.split(",") if d.strip()]} if _delays else {}),

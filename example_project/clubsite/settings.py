@@ -13,8 +13,9 @@ Database
 The sandbox
     ``CLUBSITE_SANDBOX`` (``1``): mount it at ``/sandbox/`` (never in a live deployment: it refuses
     to start when ``PAYCOLLECT_DEPLOYMENT=live``). ``CLUBSITE_SANDBOX_CALLBACK_RETRY_DELAYS``: seconds
-    between callback attempts, comma-separated. Its control API (no authentication) is on with DEBUG
-    only; ``CLUBSITE_SANDBOX_CONTROL_API=1`` turns it on without DEBUG, for a staging site.
+    between callback attempts, comma-separated. Its control API (no authentication) and its dashboard are
+    on with DEBUG only; ``CLUBSITE_SANDBOX_CONTROL_API=1`` turns both on without DEBUG, for a staging site
+    (the dashboard then for staff only).
 Payments (``settings.PAYCOLLECT``)
     ``PAYCOLLECT_BASE_URL`` (``<site URL>/sandbox`` with the sandbox), ``PAYCOLLECT_COMMUNITY_ID``,
     ``PAYCOLLECT_API_KEY``, ``PAYCOLLECT_BASIC_CREDENTIALS`` (``username:password``; the demo
@@ -242,7 +243,9 @@ PAYCOLLECT_SANDBOX: dict[str, Any] = {
     # staging site (then also acknowledged there, so `check` warns instead of refusing).
     "CONTROL_API": DEBUG or env_bool("CLUBSITE_SANDBOX_CONTROL_API", False),
     "STAGING": not DEBUG and env_bool("CLUBSITE_SANDBOX_CONTROL_API", False),
-    "DASHBOARD": True,
+    # The dashboard shows the sandbox's credentials and changes its API payments' URLs: where the control API
+    # may be on, and then, with DEBUG off, for staff only (the demo's staff login sees the credentials).
+    "DASHBOARD": DEBUG or env_bool("CLUBSITE_SANDBOX_CONTROL_API", False),
     "CALLBACK_WORKER": True,
 }
 if env("CLUBSITE_SANDBOX_CALLBACK_RETRY_DELAYS"):

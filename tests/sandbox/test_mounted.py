@@ -119,9 +119,17 @@ def test_connection_faults_degrade_to_gateway_pages_when_mounted(
     assert Transaction.objects.count() == 1  # the work was done, the answer lost
 
 
+@pytest.fixture
+def staff_dashboard(identity: dict[str, Any], settings: Settings, admin_client: Client) -> Client:
+    """The dashboard on with DEBUG off (for staff only), and a staff user's browser."""
+    settings.PAYCOLLECT_SANDBOX = {"CALLBACK_WORKER": False, "DASHBOARD": True}
+    return admin_client
+
+
 def test_dashboard_sets_an_api_payments_urls_and_shows_the_outbox(
-    client: Client, identity: dict[str, Any]
+    staff_dashboard: Client, identity: dict[str, Any]
 ) -> None:
+    client = staff_dashboard
     pk = identity["variable_amount_id"]
     assert identity["api_key"] in client.get("/sandbox/_sandbox/").content.decode()
     saved = client.post(
@@ -156,8 +164,9 @@ def test_dashboard_sets_an_api_payments_urls_and_shows_the_outbox(
 
 
 def test_saving_an_api_payments_urls_says_so_and_refuses_what_is_not_a_web_address(
-    client: Client, identity: dict[str, Any]
+    staff_dashboard: Client, identity: dict[str, Any]
 ) -> None:
+    client = staff_dashboard
     pk = identity["variable_amount_id"]
     page = client.get("/sandbox/_sandbox/").content.decode()
     assert "Saved:" not in page

@@ -3,14 +3,18 @@ outbox, and a built-in demo merchant that the seeded API payment redirects and c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
+from functools import wraps
 from typing import Any
+from urllib.parse import urlencode
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.text import get_text_list
 from django.utils.translation import gettext
@@ -19,9 +23,9 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from .. import journal, money, services
-from ..conf import get_settings
+from ..conf import dashboard_on, get_settings
 from ..envelope import ApiError, loads
-from ..journal import redact_url
+from ..journal import mask_url, redact_url
 from ..models import (
     ApiPayment,
     CallbackDelivery,
@@ -255,15 +259,53 @@ def _read_answers(order: DirectOrder, posted: Any, strict: bool) -> tuple[dict[s
 
 # --- the sandbox dashboard --------------------------------------------------------------------------
 
+View = Callable[..., HttpResponse]
 
-def _dashboard_enabled() -> None:
-    if not get_settings().dashboard:
-        raise Http404("The sandbox dashboard is disabled (PAYCOLLECT_SANDBOX['DASHBOARD']).")
+
+def _dashboard_on() -> None:
+    if not dashboard_on():
+        raise Http404(
+            "The sandbox dashboard is off (PAYCOLLECT_SANDBOX['DASHBOARD']; on with DEBUG by default)."
+        )
+
+
+def sees_secrets(request: HttpRequest) -> bool:
+    """Whether the visitor sees the sandbox's secrets in full: API keys, basic passwords, callback URLs
+    (whose path or query holds the merchant's token). Staff only, whatever DEBUG says."""
+    user = getattr(request, "user", None)  # no user at all in the standalone runner: nobody is staff
+    return bool(user is not None and user.is_active and user.is_staff)
+
+
+def dashboard_page(view: View) -> View:
+    """Who may use a dashboard page: staff; anyone with DEBUG on or with ``DASHBOARD_PUBLIC`` (the runner),
+    secrets hidden from them. Every other visitor gets a 403 page that says to log in as staff."""
+
+    @wraps(view)
+    def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        _dashboard_on()
+        if sees_secrets(request) or settings.DEBUG or get_settings().dashboard_public:
+            return view(request, *args, **kwargs)
+        return render(
+            request, "paycollect_sandbox/staff_only.html", {"login_url": _login_url(request)}, status=403
+        )
+
+    return guarded
+
+
+def _login_url(request: HttpRequest) -> str:
+    """The admin's login page, back to this page afterwards (when GET), or nothing without the admin."""
+    try:
+        login = reverse("admin:login")
+    except NoReverseMatch:
+        return ""
+    if request.method != "GET":
+        return login
+    return f"{login}?{urlencode({'next': request.get_full_path()})}"
 
 
 @require_http_methods(["GET"])
+@dashboard_page
 def dashboard(request: HttpRequest) -> HttpResponse:
-    _dashboard_enabled()
     saved = request.GET.get("saved", "")
     return _render_dashboard(request, saved=int(saved) if saved.isdigit() else None)
 
@@ -271,11 +313,24 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 def _render_dashboard(
     request: HttpRequest, *, saved: int | None = None, errors: dict[int, list[str]] | None = None
 ) -> HttpResponse:
+    secrets = sees_secrets(request)
+    shown_url = redact_url if secrets else mask_url
+    communities = [
+        {
+            "community": community,
+            "api_payments": [
+                {"api_payment": p, "callback_url": p.callback_url if secrets else mask_url(p.callback_url)}
+                for p in community.api_payments.all()
+            ],
+        }
+        for community in Community.objects.order_by("id").prefetch_related("api_payments")
+    ]
     context = {
-        "communities": Community.objects.order_by("id").prefetch_related("api_payments"),
+        "communities": communities,
+        "secrets": secrets,
         "transactions": Transaction.objects.select_related("community", "series").order_by("-id")[:50],
         "deliveries": [
-            {"delivery": d, "url": redact_url(d.url)}
+            {"delivery": d, "url": shown_url(d.url)}
             for d in CallbackDelivery.objects.select_related("transaction").order_by("-id")[:50]
         ],
         "now": now(),
@@ -287,19 +342,22 @@ def _render_dashboard(
 
 
 @require_http_methods(["POST"])
+@dashboard_page
 def api_payment_settings(request: HttpRequest, pk: int) -> HttpResponse:
     """The dashboard's form for an API payment's redirect and callback URLs (the spec's dashboard setting)."""
-    _dashboard_enabled()
     urls = {name: request.POST.get(name, "").strip() for name in ("redirect_url", "callback_url")}
-    problems = [
-        gettext("%(field)s: enter an http:// or https:// address, or nothing.") % {"field": label}
-        for name, label in (("redirect_url", _("Redirect URL")), ("callback_url", _("Callback URL")))
-        if urls[name] and not _is_web_url(urls[name])
-    ]
     with writing():
         api_payment = ApiPayment.objects.filter(pk=pk).first()
         if api_payment is None:
             return _not_found(request, gettext("Unknown API payment"))
+        if urls["callback_url"] and urls["callback_url"] == mask_url(api_payment.callback_url):
+            # The masked URL the form showed a visitor who is not staff came back unchanged: keep the URL.
+            urls["callback_url"] = api_payment.callback_url
+        problems = [
+            gettext("%(field)s: enter an http:// or https:// address, or nothing.") % {"field": label}
+            for name, label in (("redirect_url", _("Redirect URL")), ("callback_url", _("Callback URL")))
+            if urls[name] and not _is_web_url(urls[name])
+        ]
         if problems:
             return _render_dashboard(request, errors={api_payment.pk: problems})
         api_payment.redirect_url = urls["redirect_url"]
@@ -320,8 +378,8 @@ def _is_web_url(value: str) -> bool:
 
 
 @require_http_methods(["GET"])
+@dashboard_page
 def outbox(request: HttpRequest) -> HttpResponse:
-    _dashboard_enabled()
     messages = [
         {"message": message, "channel": CHANNEL_LABELS.get(message.channel, message.channel)}
         for message in OutboxMessage.objects.select_related("direct_order").order_by("-id")[:200]
@@ -330,8 +388,8 @@ def outbox(request: HttpRequest) -> HttpResponse:
 
 
 @require_http_methods(["GET"])
+@dashboard_page
 def journal_page(request: HttpRequest) -> HttpResponse:
-    _dashboard_enabled()
     entries = list(reversed(journal.entries(limit=200)))
     return render(request, "paycollect_sandbox/journal.html", {"entries": entries})
 
@@ -341,20 +399,27 @@ def journal_page(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET"])
 def merchant_return(request: HttpRequest) -> HttpResponse:
-    _dashboard_enabled()
+    # The customer's browser lands here, whoever they are: it shows only the parameters it arrived with.
+    _dashboard_on()
     return render(request, "paycollect_sandbox/merchant_return.html", {"params": sorted(request.GET.items())})
 
 
 @csrf_exempt
 @require_http_methods(["GET", "POST"])
 def merchant_callback(request: HttpRequest) -> HttpResponse:
-    _dashboard_enabled()
     if request.method == "POST":
+        # The sandbox's own callbacks arrive here without a login, as a merchant's callback URL takes them.
+        _dashboard_on()
         with writing():
             MerchantInboxItem.objects.create(
                 received_at=timezone.now(), body=request.body.decode("utf-8", errors="replace")[:20000]
             )
         return HttpResponse("ok", content_type="text/plain")
+    return _merchant_inbox(request)
+
+
+@dashboard_page
+def _merchant_inbox(request: HttpRequest) -> HttpResponse:
     items = []
     for item in MerchantInboxItem.objects.order_by("-id")[:100]:
         try:
