@@ -19,6 +19,7 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from . import services
 from .client import CURRENCIES, CUSTOM_FIELD_TYPES, DEFAULT_CURRENCY
 from .client.validation import normalise_phone
 from .conf import paycollect_settings
@@ -414,22 +415,39 @@ def _field_for(path: str) -> tuple[str, int | None]:
     return parts[0], None
 
 
+class RefundAmountField(forms.Field):
+    """An amount of the refund page, read by the service layer's one reading (``services.refund_amount``):
+    a blank box is refused as every surface refuses it. The page has no way to leave the amount out: its
+    box starts with what is still refundable, which is how "all" is asked here."""
+
+    def __init__(self, remainder: Decimal, limit_message: Any, **kwargs: Any) -> None:
+        attrs = {"step": "0.01", "min": "0.01", "max": str(remainder), "class": "vIntegerField"}
+        super().__init__(widget=forms.NumberInput(attrs=attrs), localize=False, **kwargs)
+        self.remainder, self.limit_message = remainder, limit_message
+
+    def to_python(self, value: Any) -> Decimal:
+        try:
+            amount = services.refund_amount(value)
+        except PaymentRefused as refused:
+            raise ValidationError(refused.message_dict["amount"]) from refused
+        assert isinstance(amount, Decimal)  # only ALL_REFUNDABLE is not, and no form sends it
+        return amount
+
+    def validate(self, value: Any) -> None:
+        # Over what is still refundable: said on the page before any refund of it is sent (the service
+        # layer checks it again under its lock).
+        if value > self.remainder:
+            raise ValidationError(self.limit_message, code="max_value")
+
+
 class RefundForm(forms.Form):
     """One amount per refundable transaction, defaulting to what is still refundable."""
 
     def __init__(self, refundable: Mapping[Transaction, Decimal], *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for txn, remainder in refundable.items():
-            self.fields[self.field_name(txn)] = forms.DecimalField(
-                label=str(txn),
-                initial=remainder,
-                min_value=Decimal("0.01"),
-                max_value=remainder,
-                max_digits=MONEY["max_digits"],
-                decimal_places=MONEY["decimal_places"],
-                localize=False,
-                widget=forms.NumberInput(attrs={"step": "0.01", "class": "vIntegerField"}),
-                error_messages={"max_value": txn.refund_limit_message(remainder)},
+            self.fields[self.field_name(txn)] = RefundAmountField(
+                remainder, txn.refund_limit_message(remainder), label=str(txn), initial=remainder
             )
 
     @staticmethod

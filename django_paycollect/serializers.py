@@ -143,7 +143,9 @@ class DirectOrderSerializer(serializers.Serializer[dict[str, Any]]):
 
 
 class RefundSerializer(serializers.Serializer[dict[str, Any]]):
-    amount = money_field(required=False, allow_null=True, default=None)
+    """A refund's amount once :func:`~django_paycollect.services.refund_amount` has read it: at least 0.01."""
+
+    amount = money_field()
 
 
 # --- what the service sends back: callback bodies and browser return parameters -----------------

@@ -11,7 +11,10 @@ from typing import Any
 
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
+from rest_framework.fields import empty
 
+from .. import services
+from ..exceptions import PaymentRefused
 from ..models import DirectOrder, RecurringSeries, Refund, Transaction
 
 #: A payment's ``state``, for a page that polls: one small vocabulary over the spec's statuses.
@@ -139,14 +142,45 @@ class StaffPaymentSerializer(PaymentSerializer):
         read_only_fields = fields
 
 
+class RefundAmountField(serializers.DecimalField):
+    """A refund's amount, read by the service layer's one reading (``services.refund_amount``); the
+    schema shows it as the decimal it is. Left out, the field is skipped (all that is still refundable);
+    null, "" and blanks reach the reading, which refuses them: DRF would have made them None, "all"."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_digits=14, decimal_places=2, min_value=Decimal("0.01"), **kwargs)
+
+    def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
+        if data is empty:
+            return super().validate_empty_values(data)
+        return False, data
+
+    def to_internal_value(self, data: Any) -> Decimal:
+        if isinstance(data, float):
+            # A JSON number: read by its shortest text, as DRF reads it ("10.5"), never as the binary float.
+            data = repr(data)
+        try:
+            amount = services.refund_amount(data)
+        except PaymentRefused as refused:
+            raise serializers.ValidationError(refused.message_dict["amount"]) from refused
+        assert isinstance(amount, Decimal)  # only ALL_REFUNDABLE is not, and no request body holds it
+        return amount
+
+
 class RefundRequestSerializer(serializers.Serializer[dict[str, Any]]):
-    amount = amount_field(required=False, allow_null=True)
+    amount = RefundAmountField(
+        required=False,
+        help_text=_(
+            'The amount to refund, e.g. "25.00". Leave it out to refund all that is still refundable; '
+            'null, "" or blanks are refused (400), never taken for "all".'
+        ),
+    )
     expected_refundable = amount_field(
         required=False,
-        allow_null=True,
         min_value=None,
         help_text=_(
-            "What the caller showed as refundable: a refund is refused (409) if it changed meanwhile."
+            "What the caller showed as refundable: a refund is refused (409) if it changed meanwhile. "
+            'Left out, it is not checked; null or "" is refused (400).'
         ),
     )
 

@@ -178,7 +178,16 @@ from .recurring import (
     settle_unknown_cancel as settle_unknown_cancel,
 )
 from .refunds import (
+    ALL_REFUNDABLE as ALL_REFUNDABLE,
+)
+from .refunds import (
+    Remainder as Remainder,
+)
+from .refunds import (
     refund as refund,
+)
+from .refunds import (
+    refund_amount as refund_amount,
 )
 from .refunds import (
     resolve_refund as resolve_refund,

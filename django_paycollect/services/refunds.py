@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import enum
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -13,6 +14,7 @@ from ..client.types import (
     OperationMessage,
 )
 from ..exceptions import (
+    PaymentRefused,
     StateConflict,
     lazy_text,
 )
@@ -35,14 +37,51 @@ from .common import (
 from .config import community_config
 
 
+class Remainder(enum.Enum):
+    """What :func:`refund` refunds when its amount is left out."""
+
+    ALL = "all that is still refundable"
+
+
+#: The default amount of :func:`refund` (and of the refund task): all that is still refundable. Only
+#: leaving the amount out says so; None, "" and blanks are refused, never read as "all".
+ALL_REFUNDABLE: Final = Remainder.ALL
+
+# Worded when read, in the language of the page or API answer that shows it.
+EMPTY_AMOUNT = _(
+    "An amount is required (e.g. 12.50); an empty amount does not mean all that is still refundable."
+)
+
+
+def refund_amount(value: Any) -> Decimal | Remainder:
+    """The one reading of a refund's amount, which every surface calls (the REST API's field, the admin's
+    refund page, the refund task, :func:`refund` itself).
+
+    :data:`ALL_REFUNDABLE` (the amount left out) is returned as it is. Anything else must be an amount of
+    at least 0.01, read by :func:`money_argument` (a Decimal, an int or exact decimal text, at most two
+    decimals, at most ``MAX_AMOUNT``). None, "" and whitespace are refused: a blank box or a null that a
+    front end sent for an empty field must never refund everything. Raises :class:`PaymentRefused` naming
+    ``amount``.
+    """
+    if value is ALL_REFUNDABLE:
+        return Remainder.ALL
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise PaymentRefused({"amount": [EMPTY_AMOUNT]})
+    amount: Decimal = _validated(RefundSerializer, {"amount": money_argument(value, "amount")})["amount"]
+    return amount
+
+
 def refund(
     txn: Transaction,
-    amount: Decimal | None = None,
+    amount: Decimal | int | str | Remainder = ALL_REFUNDABLE,
     *,
     user: Any = None,
     expected_refundable: Decimal | None = None,
 ) -> Refund:
-    """Refund ``amount`` (default: all that is still refundable) of a successful transaction.
+    """Refund ``amount`` of a successful transaction; left out, all that is still refundable.
+
+    The amount is read by :func:`refund_amount`: None, "" or a blank is refused (:class:`PaymentRefused`
+    naming ``amount``), never taken for "all".
 
     Three phases so that no race refunds more than was paid: (1) lock the transaction, check the
     amount against what is still refundable counting pending and unknown refunds, record the
@@ -60,9 +99,7 @@ def refund(
     expected_refundable = money_argument(
         expected_refundable, "expected_refundable", required=False, maximum=False
     )
-    wanted = _validated(RefundSerializer, {"amount": money_argument(amount, "amount", required=False)})[
-        "amount"
-    ]
+    wanted = refund_amount(amount)
 
     def claim() -> Refund:
         found = locked(Transaction, txn.pk)
@@ -84,10 +121,12 @@ def refund(
             )
         if refusal is not None:
             raise StateConflict({refusal[0]: [refusal[1]]})
-        if wanted is not None and wanted > refundable:
+        if wanted is not ALL_REFUNDABLE and wanted > refundable:
             raise StateConflict({"amount": [found.refund_limit_message(refundable)]})
         return Refund.objects.create(
-            transaction=found, amount=refundable if wanted is None else wanted, requested_by=_user(user)
+            transaction=found,
+            amount=refundable if wanted is ALL_REFUNDABLE else wanted,
+            requested_by=_user(user),
         )
 
     def record(pending: Refund, sent: Sent[OperationMessage]) -> Refund:

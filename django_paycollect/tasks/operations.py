@@ -161,18 +161,19 @@ def capture(self: Any, transaction_id: int, user_id: Any = None) -> dict[str, An
 def refund(
     self: Any,
     transaction_id: int,
-    amount: str | None = None,
+    amount: str | services.Remainder = services.ALL_REFUNDABLE,
     user_id: Any = None,
     expected_refundable: str | None = None,
 ) -> dict[str, Any]:
-    """Refund ``amount`` (default: all still refundable). Pass ``expected_refundable`` (what the user
-    was shown) so that a second click or a second message is refused instead of doubled.
+    """Refund ``amount`` (decimal text); left out, all still refundable. None, "" or a blank is refused,
+    never taken for "all" (``services.refund_amount`` reads it). Pass ``expected_refundable`` (what the
+    user was shown) so that a second click or a second message is refused instead of doubled.
     """
 
     def call() -> dict[str, Any]:
         done = services.refund(
             Transaction.objects.get(pk=transaction_id),
-            None if amount is None else _decimal(amount, "amount"),
+            amount,
             user=_user(user_id),
             expected_refundable=(
                 None if expected_refundable is None else _decimal(expected_refundable, "expected_refundable")

@@ -43,14 +43,19 @@ class RefundView(ContractView):
         examples=[
             OpenApiExample(
                 "Part of it", value={"amount": "25.00", "expected_refundable": "100.00"}, request_only=True
-            )
+            ),
+            # "All" is said by leaving the amount out, never by a null or a blank amount (a 400).
+            OpenApiExample("All that is left", value={"expected_refundable": "100.00"}, request_only=True),
         ],
     )
     def post(self, request: Request, uuid: str) -> Response:
         data = self.validated(serializers.RefundRequestSerializer)
         txn = owned_payment(request, uuid, anyone=True)
         refund = services.refund(
-            txn, data.get("amount"), user=request.user, expected_refundable=data.get("expected_refundable")
+            txn,
+            data.get("amount", services.ALL_REFUNDABLE),  # left out: all that is still refundable
+            user=request.user,
+            expected_refundable=data.get("expected_refundable"),
         )
         return sent(
             serializers.RefundSerializer(refund).data,
