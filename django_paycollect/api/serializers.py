@@ -54,7 +54,14 @@ class BillingInputSerializer(serializers.Serializer[dict[str, Any]]):
 
     name = serializers.CharField(max_length=200, required=False)
     email = serializers.CharField(max_length=254, required=False)
-    phone_number = serializers.CharField(max_length=32, required=False)
+    phone_number = serializers.CharField(
+        max_length=32,
+        required=False,
+        help_text=_(
+            "Optional when the payable hook's billing data gives one; the service needs a phone, so "
+            "without either a 400 names billing_data.phone_number."
+        ),
+    )
 
 
 class StartPaymentSerializer(serializers.Serializer[dict[str, Any]]):
@@ -85,7 +92,14 @@ class QuoteSerializer(serializers.Serializer[dict[str, Any]]):
 class PromocodeRequestSerializer(serializers.Serializer[dict[str, Any]]):
     reference = ReferenceField()
     promocode = serializers.CharField(max_length=50)
-    phone_number = serializers.CharField(max_length=32, required=False)
+    phone_number = serializers.CharField(
+        max_length=32,
+        required=False,
+        help_text=_(
+            "The customer's phone, which the service checks a promocode against. Optional when the site "
+            "knows one (the payable hook's billing data); otherwise a 400 names phone_number."
+        ),
+    )
 
 
 class PromocodeSerializer(serializers.Serializer[dict[str, Any]]):

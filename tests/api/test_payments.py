@@ -274,3 +274,22 @@ def test_a_project_with_atomic_requests_starts_payments_too(api_live, as_user, m
     # The service layer refuses to run inside a transaction; the API's views are non-atomic.
     monkeypatch.setitem(connection.settings_dict, "ATOMIC_REQUESTS", True)
     assert start(as_user("owner")).status_code == 201
+
+
+def test_a_promocode_check_without_any_phone_names_the_phone_not_the_promocode(api_live, as_user):
+    # The member has no phone, the payable knows none, and none is sent: the service needs one.
+    api = as_user("owner")
+    check = api.post("/api/promocodes/validate/", {"reference": "gift", "promocode": "SAVE10"}, format="json")
+    assert check.status_code == 400, check.content
+    assert list(check.json()) == ["phone_number"]
+    started = api.post(PAYMENTS, {"reference": "gift", "promocode": "SAVE10"}, format="json")
+    assert started.status_code == 400, started.content
+    assert list(started.json()) == ["billing_data.phone_number"]
+    assert api_live.control.journal("validate_promocode") == []  # refused before anything was sent
+    assert api_live.control.journal("pay") == []
+    # The same code, with a phone, is valid: it was the phone that was missing.
+    given = {"reference": "gift", "promocode": "SAVE10", "phone_number": "+201001234567"}
+    valid = api.post("/api/promocodes/validate/", given, format="json")
+    assert valid.status_code == 200, valid.content
+    assert (valid.json()["valid"], valid.json()["value"]) == (True, "10.00")
+    assert len(api_live.control.journal("validate_promocode")) == 1

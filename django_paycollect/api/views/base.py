@@ -70,16 +70,22 @@ def billing_for(request: Request, payable: Payable, given: dict[str, str] | None
     return billing
 
 
-def checked_promocode(payable: Payable, code: str, phone_number: str) -> PromocodeValidated:
-    """A promocode the customer typed, checked by the service for this payable's amount; every refusal of it
-    (unknown, expired, not for this amount) is the ``promocode`` field's error."""
+def checked_promocode(
+    payable: Payable, code: str, phone_number: str, *, phone_field: str
+) -> PromocodeValidated:
+    """A promocode the customer typed, checked by the service for this payable's amount. A refusal of the
+    phone (none sent and none known, or malformed) is the error of ``phone_field``, the request's field
+    that carries it; every other refusal (unknown, expired, not for this amount or currency) is the
+    ``promocode`` field's."""
     try:
         found = services.validate_promocode(
             code, amount=payable.amount, phone_number=phone_number, currency=payable.currency
         )
     except PaymentRefused as refused:  # NotFound included: the service does not know the code
-        messages = [m for ms in field_errors(refused).values() for m in ms]
-        raise PaymentRefused({"promocode": messages}) from refused
+        errors: dict[str, list[str]] = {}
+        for path, messages in field_errors(refused).items():
+            errors.setdefault(phone_field if path == "phone_number" else "promocode", []).extend(messages)
+        raise PaymentRefused(errors) from refused
     if found.promocode_id is None:
         raise PaymentRefused({"promocode": [_("This promocode cannot be used.")]})
     return found

@@ -108,7 +108,7 @@ class PromocodeView(ContractView):
         data = self.validated(serializers.PromocodeRequestSerializer)
         payable = resolve(request, data["reference"])
         phone = data.get("phone_number") or billing_for(request, payable, None)["phone_number"]
-        found = checked_promocode(payable, data["promocode"], phone)
+        found = checked_promocode(payable, data["promocode"], phone, phone_field="phone_number")
         body = {
             "reference": data["reference"],
             "promocode": data["promocode"],
@@ -236,7 +236,11 @@ class PaymentListView(ContractView):
         billing = billing_for(request, payable, data.get("billing_data"))
         code = data.get("promocode")
         promocode_id = (
-            checked_promocode(payable, code, billing["phone_number"]).promocode_id if code else None
+            checked_promocode(
+                payable, code, billing["phone_number"], phone_field="billing_data.phone_number"
+            ).promocode_id
+            if code
+            else None
         )
         txn = services.start_payment(
             amount=payable.amount,
