@@ -22,6 +22,7 @@ from ..models import (
     RecurringSeries,
     Transaction,
 )
+from ..models.orders import RecurringSeriesQuerySet
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
@@ -66,9 +67,12 @@ def confirm_cancel_recurring(
             "pk", "uuid", "customer_name", "customer_email", "total_amount", "currency"
         )
     }
+    # Each series with what its renewal count reads, in one query (the selection came without it).
+    shown = RecurringSeries.objects.with_renewals().in_bulk([one.pk for one in series])
     rows = [
         {
             "series": one,
+            "renewals": shown[one.pk].renewal_count if one.pk in shown else one.renewal_count,
             "parent": parents.get(one.parent_uuid),
             "url": _change_url(one),
             "refusal": cancel_refusal(one),
@@ -131,7 +135,7 @@ class RecurringSeriesAdmin(PayCollectAdmin[RecurringSeries]):
         "community_id",
         "active",
         "cancel_state",
-        "recurring_count",
+        "renewals",
         "minimum_days_between_payments",
         "expiry_date",
         "cancelled_at",
@@ -151,7 +155,8 @@ class RecurringSeriesAdmin(PayCollectAdmin[RecurringSeries]):
         "community_id",
         "active",
         "cancel_state",
-        "recurring_count",
+        "renewals",
+        "service_charge_count",
         "minimum_days_between_payments",
         "expiry_date",
         "cancelled_at",
@@ -160,6 +165,20 @@ class RecurringSeriesAdmin(PayCollectAdmin[RecurringSeries]):
         "created_at",
         "raw_display",
     )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[RecurringSeries]:
+        series = super().get_queryset(request)
+        assert isinstance(series, RecurringSeriesQuerySet)
+        return series.with_renewals()
+
+    @admin.display(description=_("renewals"))
+    def renewals(self, obj: RecurringSeries) -> int:
+        return obj.renewal_count
+
+    # The service's own count, for comparing with the charges listed below: it counts the first charge too.
+    @admin.display(description=_("charges the service counts (the first included)"))
+    def service_charge_count(self, obj: RecurringSeries) -> int:
+        return obj.recurring_count
 
     @admin.display(description=_("parent transaction"))
     def parent_transaction_link(self, obj: RecurringSeries) -> SafeString | str:

@@ -210,9 +210,15 @@ class RefundSerializer(serializers.ModelSerializer[Refund]):
 
 
 class SeriesSerializer(serializers.ModelSerializer[RecurringSeries]):
+    renewals = serializers.IntegerField(
+        source="renewal_count",
+        read_only=True,
+        help_text=_("Renewals so far: the series' successful charges after the first."),
+    )
+
     class Meta:
         model = RecurringSeries
-        fields = ["id", "parent_uuid", "active", "cancel_state", "cancelled_at"]
+        fields = ["id", "parent_uuid", "active", "cancel_state", "cancelled_at", "renewals"]
         read_only_fields = fields
 
 

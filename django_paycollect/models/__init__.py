@@ -139,9 +139,19 @@ class Community(models.Model):
         self.basic_credentials_last4 = last4(value) if value else ""
 
 
+#: A renewal: a successful charge of a recurring series other than its first (the parent). The one definition
+#: of a renewal, which the series admin, the cancel confirmation, the dashboard and the REST API count
+#: (``RecurringSeries.renewal_count``, ``Transaction.objects.renewals()``); its partial index is below.
+RENEWAL = Q(succeeded_at__isnull=False) & ~Q(parent_uuid="") & ~Q(parent_uuid=F("uuid"))
+
+
 class TransactionQuerySet(models.QuerySet["Transaction"]):
     def open(self) -> TransactionQuerySet:
         return self.filter(status__in=Transaction.OPEN_STATUSES)
+
+    def renewals(self) -> TransactionQuerySet:
+        """The renewals among these transactions (:data:`RENEWAL`)."""
+        return self.filter(RENEWAL)
 
     def with_refundable(self) -> TransactionQuerySet:
         """Annotate ``holding``: the refunds whose money may have left (pending or of unknown outcome).
@@ -358,7 +368,7 @@ class Transaction(models.Model):
             ),
             models.Index(
                 fields=["community_id", "currency", "succeeded_at", "total_amount"],
-                condition=Q(succeeded_at__isnull=False) & ~Q(parent_uuid="") & ~Q(parent_uuid=F("uuid")),
+                condition=RENEWAL,
                 name="paycollect_txn_report_renewal",
             ),
             # Payments open at the service (reconciliation.open_at_the_service), by community and age: the

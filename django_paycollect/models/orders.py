@@ -117,6 +117,15 @@ class DirectOrder(models.Model):
         return f"{self.name} ({self.payment_id or self.get_state_display()})"
 
 
+class RecurringSeriesQuerySet(models.QuerySet["RecurringSeries"]):
+    def with_renewals(self) -> RecurringSeriesQuerySet:
+        """Fetch the renewals of the series read (their ids, in one query for all of them), which
+        :attr:`RecurringSeries.renewal_count` counts, so a list needs no query per row. A prefetch, not an
+        annotation: a changelist's count of the series never computes it."""
+        stored = Transaction.objects.renewals().only("pk", "series_id").order_by()
+        return self.prefetch_related(models.Prefetch("charges", queryset=stored, to_attr="stored_renewals"))
+
+
 class RecurringSeries(models.Model):
     """A recurring series: its parent transaction and its charges (transactions with ``series`` set)."""
 
@@ -167,6 +176,8 @@ class RecurringSeries(models.Model):
     last_synced_at = models.DateTimeField(_("last synced at"), null=True, blank=True)
     created_at = models.DateTimeField(_("created at"), default=timezone.now)
 
+    objects = RecurringSeriesQuerySet.as_manager()
+
     class Meta:
         verbose_name = _("recurring series")
         verbose_name_plural = _("recurring series")
@@ -180,6 +191,22 @@ class RecurringSeries(models.Model):
 
     def __str__(self) -> str:
         return gettext("series %(uuid)s") % {"uuid": self.parent_uuid}
+
+    @property
+    def renewal_count(self) -> int:
+        """How many renewals the series has had: its successful charges after the first (:data:`RENEWAL`).
+
+        The one count every surface shows. Two sources, the larger wins: the renewals stored here, and the
+        service's ``recurring_count``, which counts every charge it executed, the first one included (its
+        ``transaction_order`` runs 1, 2, 3, ...), so one less. A renewal's callback may be stored before the
+        series is fetched again; a renewal whose callback never came is known only by the service's count.
+        """
+        prefetched = getattr(self, "stored_renewals", None)
+        if prefetched is not None:
+            stored = len(prefetched)
+        else:
+            stored = Transaction.objects.renewals().filter(series=self).count() if self.pk else 0
+        return max(stored, self.recurring_count - 1, 0)
 
     def cancel_refusal(self) -> tuple[str, StrOrPromise] | None:
         """Why cancelling this series is refused before anything is sent, as (field, message), or None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connections, router
-from django.db.models import BigIntegerField, Count, F, Model, Q, QuerySet, Sum, Value
+from django.db.models import BigIntegerField, Count, F, Model, QuerySet, Sum, Value
 from django.db.models.functions import Cast, Round, TruncDate
 from django.utils import timezone
 
@@ -119,11 +119,6 @@ class Day:
         return self.collected.amount - self.refunded.amount
 
 
-def _renewal() -> Q:
-    """A renewal charge: a payment of a recurring series other than its first (the parent)."""
-    return ~Q(parent_uuid="") & ~Q(parent_uuid=F("uuid"))
-
-
 def collected_per_day(community_id: str, currency: str, span: Period) -> list[Day]:
     """Every day of the period (days without payments too): collected, renewals, refunded. Three queries."""
     succeeded = Transaction.objects.filter(
@@ -134,7 +129,7 @@ def collected_per_day(community_id: str, currency: str, span: Period) -> list[Da
     )
     paid = _per_day(succeeded, "succeeded_at", "total_amount")
     # Apart, so the first query reads only its index; renewals are few and have their own.
-    renewals = _per_day(succeeded.filter(_renewal()), "succeeded_at", "total_amount")
+    renewals = _per_day(succeeded.renewals(), "succeeded_at", "total_amount")
     refunds = Refund.objects.filter(
         state=Refund.SUCCEEDED,
         completed_at__gte=span.start,
