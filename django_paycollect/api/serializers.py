@@ -116,7 +116,7 @@ class PaymentSerializer(serializers.ModelSerializer[Transaction]):
     reference = serializers.CharField(source="merchant_reference", read_only=True)
     state = serializers.SerializerMethodField(help_text=_("unknown, open, paid or closed."))
     amount = serializers.DecimalField(source="total_amount", max_digits=14, decimal_places=2, read_only=True)
-    paid_at = serializers.DateTimeField(source="succeeded_at", read_only=True)
+    paid_at = serializers.DateTimeField(source="succeeded_at", read_only=True, allow_null=True)
 
     class Meta:
         model = Transaction

@@ -4,11 +4,12 @@ validation into field errors by path, the caller's payments, and the answer of a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils.translation import gettext_lazy as _
 from rest_framework import generics, status
 from rest_framework.exceptions import NotFound as HttpNotFound
+from rest_framework.metadata import SimpleMetadata
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
@@ -18,17 +19,32 @@ from rest_framework.throttling import BaseThrottle
 from ... import services
 from ...client import PromocodeValidated
 from ...conf import paycollect_settings
-from ...exceptions import PaymentRefused
+from ...exceptions import PaymentRefused, lazy_text
 from ...ids import canonical_uuid, looks_like_uuid
 from ...models import Transaction
 from .. import permissions
 from ..errors import contract_response, field_errors, invalid
 from ..payables import Payable
 
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
+
+
+class ContractMetadata(SimpleMetadata):
+    """What OPTIONS answers. A view that reads no body (a capture, a cancellation) has no serializer to
+    describe: DRF's metadata would fail on it (a 500); it lists no fields instead."""
+
+    def determine_actions(self, request: Request, view: Any) -> dict[str, Any]:
+        if getattr(view, "serializer_class", None) is None:
+            return {}
+        actions: dict[str, Any] = super().determine_actions(request, view)
+        return actions
+
 
 class ContractView(generics.GenericAPIView):  # type: ignore[type-arg]
     """Answers the service layer's errors (see :mod:`..errors`); the app's throttles join the project's."""
 
+    metadata_class = ContractMetadata
     paycollect_permissions: Sequence[type[BasePermission]] = (permissions.IsCustomer,)
     paycollect_throttles: Sequence[type[BaseThrottle]] = ()
 
@@ -109,9 +125,38 @@ def sent(body: Any, *, unknown: bool, done: int = status.HTTP_200_OK) -> Respons
 
 
 class Pagination(PageNumberPagination):
+    """Pages by number. A page that is not there (``?page=0``, ``?page=abc``, past the last) is a 400 naming
+    ``page``, as the schema documents a bad query parameter: DRF's 404 would say the list is not there."""
+
     page_size_query_param = "page_size"
     max_page_size = 100
+    page_query_description = _(  # type: ignore[assignment]  # DRF's own are lazy too
+        "A page number, from 1 (or last). A page that is not there is a 400 naming page."
+    )
+    page_size_query_description = _(  # type: ignore[assignment]
+        "Results per page, at most 100 (more gives 100; anything but a whole number from 1 gives the "
+        "default)."
+    )
 
     def get_page_size(self, request: Request) -> int | None:
         self.page_size = int(paycollect_settings.API_PAGE_SIZE)
         return super().get_page_size(request)
+
+    def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> list[Any] | None:
+        try:
+            return super().paginate_queryset(queryset, request, view)
+        except HttpNotFound:
+            asked = request.query_params.get(self.page_query_param, "")
+            try:
+                number = int(asked)  # as Django's paginator reads it
+            except ValueError:
+                number = 0
+            problem: StrOrPromise
+            if number < 1:
+                problem = _("Must be a page number: a whole number from 1, or last.")
+            else:
+                pages = self.django_paginator_class(queryset, self.get_page_size(request) or 1).num_pages
+                problem = lazy_text(
+                    _("There is no page %(page)d; the last is page %(last)d."), page=number, last=pages
+                )
+            raise Invalid({self.page_query_param: [problem]}) from None

@@ -40,15 +40,15 @@ class QuoteView(ContractView):
         responses=answers({200: serializers.QuoteSerializer}, 400, 403, 429, 503),
         examples=[
             OpenApiExample(
-                "A plan", value={"reference": "plan-standard-yearly", "pay_using": "card"}, request_only=True
+                "A plan", value={"reference": "standard-yearly", "pay_using": "card"}, request_only=True
             ),
             OpenApiExample(
                 "Its quote",
                 value={
-                    "reference": "plan-standard-yearly",
+                    "reference": "standard-yearly",
                     "amount": "1500.00",
-                    "fees": "37.50",
-                    "total_amount": "1537.50",
+                    "fees": "39.50",
+                    "total_amount": "1539.50",
                     "currency": "EGP",
                 },
                 response_only=True,
@@ -88,14 +88,18 @@ class PromocodeView(ContractView):
         examples=[
             OpenApiExample(
                 "A promocode",
-                value={"reference": "plan-standard-yearly", "promocode": "WELCOME10"},
+                value={
+                    "reference": "standard-yearly",
+                    "promocode": "SAVE10",
+                    "phone_number": "+201001234567",
+                },
                 request_only=True,
             ),
             OpenApiExample(
                 "It applies",
                 value={
-                    "reference": "plan-standard-yearly",
-                    "promocode": "WELCOME10",
+                    "reference": "standard-yearly",
+                    "promocode": "SAVE10",
                     "valid": True,
                     "value": "150.00",
                     "currency": "EGP",
@@ -194,7 +198,7 @@ class PaymentListView(ContractView):
             OpenApiExample(
                 "A plan, by card",
                 value={
-                    "reference": "plan-standard-yearly",
+                    "reference": "standard-yearly",
                     "pay_using": "card",
                     "billing_data": {"phone_number": "+201001234567"},
                 },
@@ -204,10 +208,10 @@ class PaymentListView(ContractView):
                 "Started",
                 value={
                     "uuid": "3f1c2a9e-8b4d-4c6e-9f0a-1b2c3d4e5f60",
-                    "reference": "plan-standard-yearly",
+                    "reference": "membership-42",  # the merchant reference the payable hook gave
                     "status": "PENDING",
                     "state": "open",
-                    "amount": "1500.00",
+                    "amount": "1539.50",  # what is charged: the quote's total_amount
                     "currency": "EGP",
                     "pay_using": "card",
                     "iframe_url": "https://service.example/pay/3f1c2a9e-8b4d-4c6e-9f0a-1b2c3d4e5f60",
