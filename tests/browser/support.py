@@ -124,9 +124,11 @@ def site_environment(url: str, database: Path, language: str = "en") -> dict[str
     return env
 
 
-def start_club_site(workdir: Path, *, language: str = "en", startup_timeout: float = 60.0) -> ClubSite:
+def start_club_site(
+    workdir: Path, *, language: str = "en", startup_timeout: float = 60.0, log_path: Path | None = None
+) -> ClubSite:
     """migrate, demo_setup, then serve the site (``LANGUAGE_CODE = language``) on a free loopback port until
-    it answers."""
+    it answers. Its output goes to ``log_path`` (default: the browser artifacts' server log)."""
     workdir.mkdir(parents=True, exist_ok=True)
     database = workdir / "clubsite.sqlite3"
     for stale in workdir.glob("clubsite.sqlite3*"):
@@ -135,7 +137,8 @@ def start_club_site(workdir: Path, *, language: str = "en", startup_timeout: flo
     url = f"http://127.0.0.1:{port}"
     env = site_environment(url, database, language)
     manage = [sys.executable, str(EXAMPLE / "manage.py")]
-    log_path = ARTIFACTS / ("server.log" if language == "en" else f"server-{language}.log")
+    if log_path is None:
+        log_path = ARTIFACTS / ("server.log" if language == "en" else f"server-{language}.log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("wb") as log:
         for command in (["migrate", "--noinput", "-v", "0"], ["demo_setup"]):

@@ -20,6 +20,7 @@ class MembershipAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     search_fields = ("name", "email")
     readonly_fields = (
         "public_id",
+        "user",
         "price",
         "promocode",
         "promocode_id",

@@ -12,6 +12,7 @@ import uuid
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
 from django.db.models import QuerySet
@@ -69,6 +70,17 @@ class Membership(models.Model):
 
     #: In URLs instead of the primary key, so members cannot guess each other's pages.
     public_id = models.UUIDField(_("public id"), default=uuid.uuid4, unique=True, editable=False)
+    #: The account that started it: the single-page checkout's member, or whoever joined while signed in
+    #: (none for a visitor's join). The payable hook picks only the signed-in user's own memberships, never
+    #: one found by e-mail: anyone can type any e-mail on the join form.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("account"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="club_memberships",
+    )
     plan = models.CharField(_("plan"), max_length=16, choices=Plan.choices)
     billing = models.CharField(_("billing"), max_length=16, choices=Billing.choices, default=Billing.YEARLY)
     pay_using = models.CharField(_("payment method"), max_length=16, choices=PayUsing.choices)

@@ -3,6 +3,9 @@
 The single-page checkout names a plan, ``"<plan>-<billing>"`` (``"family-yearly"``); the price comes from
 here, never from the page. Each signed-in member gets one open membership per plan and billing, which the
 payment is for (its merchant object), so the signal receivers mark it paid as they do for the form checkout.
+
+The membership is looked up by its account, never by e-mail: the join form lets any visitor type any e-mail,
+and a membership found by it would take the member's payment and show it on the visitor's page.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ def resolve(request: Any, reference: str) -> Payable | None:
     if plan not in Plan.values or billing not in Billing.values:
         return None  # the API answers 400 {"reference": ["There is nothing to pay under this reference."]}
     user = request.user
+    if not user.is_authenticated:
+        return None  # the API lets only signed-in customers start payments; nothing is anyone's here
     name = user.get_full_name() or user.get_username()
     membership = (
         Membership.objects.filter(
-            email=user.email, plan=plan, billing=billing, status__in=(Membership.NEW, Membership.PENDING)
+            user=user, plan=plan, billing=billing, status__in=(Membership.NEW, Membership.PENDING)
         )
         .order_by("-created_at")
         .first()
@@ -30,6 +35,7 @@ def resolve(request: Any, reference: str) -> Payable | None:
     if membership is None:
         price = price_of(plan, billing)
         membership = Membership.objects.create(
+            user=user,
             plan=plan,
             billing=billing,
             pay_using=PayUsing.CARD,

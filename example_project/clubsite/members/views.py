@@ -58,10 +58,20 @@ def _remember(request: HttpRequest, membership: Membership) -> None:
         request.session[SESSION_KEY] = [*known[-19:], str(membership.public_id)]
 
 
+def _may_see(request: HttpRequest, membership: Membership) -> bool:
+    """Whether this visitor may see the membership: this browser started it, it is the signed-in user's, or
+    a staff member asks. Never because of its e-mail, which anyone can type on the join form."""
+    return (
+        request.user.is_staff
+        or str(membership.public_id) in request.session.get(SESSION_KEY, [])
+        or (membership.user_id is not None and membership.user_id == request.user.pk)
+    )
+
+
 def _owned_membership(request: HttpRequest, public_id: UUID) -> Membership:
-    """The membership, if this browser started it or a staff member asks; otherwise 404."""
+    """The membership, if this visitor may see it (:func:`_may_see`); otherwise 404."""
     membership = get_object_or_404(Membership, public_id=public_id)
-    if not (request.user.is_staff or str(membership.public_id) in request.session.get(SESSION_KEY, [])):
+    if not _may_see(request, membership):
         raise Http404("No such membership.")
     return membership
 
@@ -117,8 +127,9 @@ def checkout(request: HttpRequest) -> HttpResponse:
 
 
 def home(request: HttpRequest) -> HttpResponse:
-    ids = request.session.get(SESSION_KEY, [])
-    mine = Membership.objects.filter(public_id__in=ids) if ids else Membership.objects.none()
+    mine = Membership.objects.filter(public_id__in=request.session.get(SESSION_KEY, []))
+    if request.user.is_authenticated:
+        mine = mine | Membership.objects.filter(user=request.user)
     plans = [(plan, PRICES[plan]) for plan in Plan]
     return render(request, "members/home.html", {"plans": plans, "mine": mine, "currency": CURRENCY})
 
@@ -187,6 +198,9 @@ def _new_membership(request: HttpRequest, form: JoinForm) -> Membership | None:
         "amount": amount,
         "total_with_fees": total,
     }
+    if request.user.is_authenticated:
+        # Tied to the account that joined (and to this browser, by the session): never to the e-mail typed.
+        fields["user"] = request.user
     # The same e-mail and plan sent again from this browser (the back button, a second try) updates the
     # unpaid membership it started, so no forgotten memberships pile up.
     mine = Membership.objects.filter(
@@ -402,9 +416,7 @@ def _payment_result(request: HttpRequest, template: str) -> HttpResponse:
     else:
         txn = None
     membership = membership_of(txn)
-    if membership is not None and not (
-        request.user.is_staff or str(membership.public_id) in request.session.get(SESSION_KEY, [])
-    ):
+    if membership is not None and not _may_see(request, membership):
         membership = None
     order = txn.direct_order if txn is not None and request.user.is_staff else None
     context: dict[str, Any] = {
