@@ -8,16 +8,23 @@
   checkout on the REST API.
 * Prints the URLs and the credentials.
 
+The published passwords are the demo's, with DEBUG on. With DEBUG off the site may be reachable by others,
+so they are refused: each account gets a random password, printed once (a ``--password`` of your own is
+checked by the project's password validators).
+
 Running it again is harmless: it keeps the data and sets the same values again.
 """
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 from django.apps import apps
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.urls import reverse
 
@@ -48,9 +55,29 @@ class Command(BaseCommand):
         sandbox = apps.is_installed("django_paycollect.sandbox")
         if sandbox:
             self._seed_sandbox(site, redirect_url, callback_url, reset=options["reset"])
-        user = self._demo_user(options["username"], options["password"])
-        self._member()
-        self._print(site, sandbox, user, options["password"], redirect_url, callback_url)
+        password = self._password(options["password"], DEMO_PASSWORD, options["username"])
+        member_password = self._password(MEMBER_PASSWORD, MEMBER_PASSWORD, MEMBER_USERNAME)
+        user = self._demo_user(options["username"], password)
+        self._member(member_password)
+        self._print(site, sandbox, user, password, member_password, redirect_url, callback_url)
+
+    def _password(self, asked: str, published: str, username: str) -> str:
+        """``asked``, unless DEBUG is off and it is the published one: then a random password."""
+        if settings.DEBUG:
+            return asked
+        if asked == published:
+            self.stderr.write(
+                self.style.WARNING(
+                    f"DEBUG is off: the published password of {username!r} is refused; "
+                    "a random one is set (printed below)."
+                )
+            )
+            return secrets.token_urlsafe(15)
+        try:
+            validate_password(asked)
+        except ValidationError as error:
+            raise CommandError(f"--password: {' '.join(error.messages)}") from error
+        return asked
 
     # --- the sandbox
 
@@ -125,18 +152,25 @@ class Command(BaseCommand):
         self.stdout.write(f"Demo user {'created' if created else 'updated'}.")
         return user
 
-    def _member(self) -> Any:
+    def _member(self, password: str) -> Any:
         user_model = get_user_model()
         member, _ = user_model._default_manager.get_or_create(
             **{user_model.USERNAME_FIELD: MEMBER_USERNAME},
             defaults={"email": "member@example.com", "first_name": "Mona", "last_name": "Ali"},
         )
-        member.set_password(MEMBER_PASSWORD)
+        member.set_password(password)
         member.save()
         return member
 
     def _print(
-        self, site: str, sandbox: bool, user: Any, password: str, redirect_url: str, callback_url: str
+        self,
+        site: str,
+        sandbox: bool,
+        user: Any,
+        password: str,
+        member_password: str,
+        redirect_url: str,
+        callback_url: str,
     ) -> None:
         token = paycollect_settings.CALLBACK_TOKENS[0]
         lines = [
@@ -144,7 +178,7 @@ class Command(BaseCommand):
             "The club site (an example of django-paycollect)",
             f"  site               {site}/",
             f"  join (checkout)    {site}/join/",
-            f"  API checkout       {site}/checkout/  (member login {MEMBER_USERNAME} / {MEMBER_PASSWORD})",
+            f"  API checkout       {site}/checkout/  (member login {MEMBER_USERNAME} / {member_password})",
             f"  invoices (staff)   {site}/invoices/",
             f"  admin              {site}/admin/",
             f"  REST API docs      {site}/api/docs/",
