@@ -3,11 +3,12 @@
 A sender may echo them anywhere (a custom field, a header, a body that is not JSON), so every text that
 is stored from a callback, and every error recorded about one, goes through :func:`scrub` first. The
 walker and the sentinel are the client's (:mod:`django_paycollect.client.redaction`), shared with
-everything else the app stores.
+everything else the app stores. :class:`SecretsLogFilter` does the same for a project's log records.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -45,3 +46,35 @@ def scrub_error(text: str) -> str:
 def scrub_all(value: Any, secrets: list[str] | None = None) -> Any:
     """:func:`scrub` over every text of a parsed document (keys too). Bound its depth first (``too_deep``)."""
     return client_redaction.redact(value, callback_secrets() if secrets is None else secrets, fields=())
+
+
+class SecretsLogFilter(logging.Filter):
+    """A logging filter that passes every record with our secrets removed (:func:`scrub_error`).
+
+    Django writes request paths in its logs (``django.request``'s "Internal Server Error: <path>" with the
+    traceback, ``runserver``'s request lines), and a callback's path holds its token; an exception's text
+    may quote a broker URL with its password. Put it on the handlers that write your logs::
+
+        LOGGING = {
+            ...,
+            "filters": {"paycollect_secrets": {"()": "django_paycollect.redaction.SecretsLogFilter"}},
+            "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["paycollect_secrets"]}},
+        }
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:
+            return True  # a record that cannot be formatted: the handler reports it itself
+        scrubbed = scrub_error(message)
+        if scrubbed != message:
+            record.msg, record.args = scrubbed, None
+        if record.exc_info and not record.exc_text:
+            # Formatted here, once, so the traceback written is the scrubbed one (formatters reuse exc_text).
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = scrub_error(record.exc_text)
+        if record.stack_info:
+            record.stack_info = scrub_error(record.stack_info)
+        return True

@@ -182,12 +182,23 @@ if not DEBUG:
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SITE_URL.startswith("https://")
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+# Everything to the console (stderr), DEBUG on or off: gunicorn, systemd and containers collect it there.
+# Every record passes the payment app's filter, which removes the callback token (a callback URL's path holds
+# it, and Django writes paths: a 500's "Internal Server Error: <path>", runserver's request lines), the echoed
+# secret and passwords written in URLs.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"paycollect_secrets": {"()": "django_paycollect.redaction.SecretsLogFilter"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["paycollect_secrets"]}
+    },
     "loggers": {
+        # Django's own (a 500's traceback in django.request, refused hosts in django.security): Django's
+        # default writes them to the console only with DEBUG on, and mails ADMINS otherwise.
+        "django": {"handlers": ["console"], "level": env("CLUBSITE_DJANGO_LOG_LEVEL", "INFO")},
+        "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "django_paycollect": {"handlers": ["console"], "level": env("CLUBSITE_LOG_LEVEL", "INFO")},
         "clubsite": {"handlers": ["console"], "level": env("CLUBSITE_LOG_LEVEL", "INFO")},
     },
