@@ -23,10 +23,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Any
+from urllib.parse import unquote
 
 from django.db import transaction
 from django.http import HttpRequest
 from django.http.request import RawPostDataException
+from django.urls import Resolver404, resolve
 
 from . import services, tasks
 from .client.money import MAX_JSON_DEPTH, loads_json, too_deep
@@ -67,6 +69,31 @@ def match_token(token: str) -> int | None:
         if hmac.compare_digest(offered, expected) and expected and found is None:
             found = index
     return found
+
+
+#: The URL names whose last path segment is the token (urls.py).
+CALLBACK_URL_NAMES = ("callback", "callback_without_slash")
+
+
+def redact_callback_path(path: str) -> str:
+    """``path`` with the token of a callback URL replaced by ``REDACTED``; any other path as it is.
+
+    For what writes request paths outside Django's logging, such as a WSGI server's access log. ``path`` is
+    a path as requested (percent-encoded, with its query) or as decoded (``PATH_INFO``), relative to the
+    script name. The token is whatever the callback route matched, configured or not: a wrong guess is not
+    written either, so nothing in the log tells how close it was.
+    """
+    target, mark, query = path.partition("?")
+    try:
+        match = resolve(unquote(target))
+    except Resolver404:
+        return path
+    if match.url_name not in CALLBACK_URL_NAMES or "paycollect" not in match.app_names:
+        return path
+    # Both routes end with the token (then, for one, a slash): the segment is replaced as it was spelled.
+    head, _, _token = target.rstrip("/").rpartition("/")
+    slash = "/" if target.endswith("/") else ""
+    return f"{head}/{REDACTED}{slash}{mark}{query}"
 
 
 # --- client IP and headers -------------------------------------------------------------------------
