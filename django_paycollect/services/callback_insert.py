@@ -1,4 +1,5 @@
-"""The INSERT of a new callback row, written once per database: the hot path of callback intake.
+"""The statements of callback intake that meet a row already there, written once per database: the INSERT
+of a new callback (the hot path) and the claim of the right to fetch a uuid.
 
 ``ReceivedCallback.objects.create(**fields)`` builds a model instance and compiles its INSERT for every
 callback, which at hundreds of callbacks a second was a good part of a request. Here the statement is built
@@ -7,20 +8,30 @@ once per kind of database from the model's own fields, and each value is still p
 (a test stores the same callback both ways and compares the rows). Used only by the callback ledger, the one
 writer of a callback's state.
 
+A redelivery, and a fetch claim that another verification holds, are ordinary events, not errors: both
+statements say ``ON CONFLICT`` on their unique column, so the database answers "nothing inserted" instead of
+raising a unique violation. A violation would be an ERROR in PostgreSQL's log, with the whole INSERT, for
+every redelivery (and would need a savepoint inside a transaction).
+
 When a project listens to ``pre_save`` or ``post_save`` of ``ReceivedCallback``, the ORM's ``create`` is
 used instead, so its receivers still hear of every row.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connections, router
+from django.db import IntegrityError, connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Field, signals
+from django.db.models import Field, Model, Q, signals
 
-from ..models import ReceivedCallback
+from ..models import FetchMark, ReceivedCallback
+from .common import savepoint_if_atomic
+
+#: The unique column that makes a redelivery a duplicate (``paycollect_callback_dedupe_key``).
+_DEDUPE_KEY = "dedupe_key"
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,14 @@ class _Statement:
     names: frozenset[str]  # what a caller may give (not the relations)
     defaults: dict[str, Any]  # prepared once: the defaults that are not computed (a callable's are)
     returning: bool  # the new key comes back with the INSERT
+    on_conflict: bool  # a row with the same dedupe_key is skipped by the statement, not refused
+
+
+def _field(model: type[Model], name: str) -> Field[Any, Any]:
+    found = model._meta.get_field(name)
+    if not isinstance(found, Field):  # pragma: no cover (the names are the models' own columns)
+        raise TypeError(f"{model.__name__}.{name} is not a column")
+    return found
 
 
 #: One statement per database vendor.
@@ -47,8 +66,13 @@ def _statement(connection: BaseDatabaseWrapper) -> _Statement:
         values = ", ".join(["%s"] * len(fields))
         # Names from the model, quoted by the database's own rules; values are parameters.
         sql = f"INSERT INTO {table} ({columns}) VALUES ({values})"  # noqa: S608
+        # PostgreSQL and SQLite: a redelivery inserts nothing and raises nothing. Naming the column keeps
+        # any other violation (a NOT NULL, say) an error.
+        on_conflict = bool(connection.features.supports_update_conflicts_with_target)
+        if on_conflict:
+            sql = f"{sql} ON CONFLICT ({quote(str(_field(ReceivedCallback, _DEDUPE_KEY).column))}) DO NOTHING"
         returning = bool(connection.features.can_return_columns_from_insert)
-        if returning:  # PostgreSQL, SQLite 3.35 and later: the new key in the same round trip
+        if returning:  # PostgreSQL, SQLite 3.35 and later: the new key in the same round trip (no row: none)
             sql = f"{sql} RETURNING {table}.{pk}"
         defaults = {
             f.name: f.get_db_prep_save(f.get_default(), connection)
@@ -56,16 +80,17 @@ def _statement(connection: BaseDatabaseWrapper) -> _Statement:
             if not (f.has_default() and callable(f.default))
         }
         names = frozenset(f.name for f in fields if not f.is_relation)
-        _STATEMENTS[key] = _Statement(sql, fields, names, defaults, returning)
+        _STATEMENTS[key] = _Statement(sql, fields, names, defaults, returning, on_conflict)
     return _STATEMENTS[key]
 
 
-def insert_callback(**values: Any) -> int:
+def insert_callback(**values: Any) -> int | None:
     """Insert a ReceivedCallback row with these values (by field name; the others take their defaults) and
-    return its primary key. Raises ``IntegrityError`` as ``create`` does (the unique ``dedupe_key``)."""
+    return its primary key; None, and no row, when a callback with the same ``dedupe_key`` is stored
+    already (a redelivery). Never raises ``IntegrityError`` for that."""
     model = ReceivedCallback
     if signals.pre_save.has_listeners(model) or signals.post_save.has_listeners(model):
-        return int(model.objects.create(**values).pk)
+        return _create(**values)
     connection = connections[router.db_for_write(model)]
     statement = _statement(connection)
     if not statement.names.issuperset(values):
@@ -80,8 +105,105 @@ def insert_callback(**values: Any) -> int:
         else f.get_db_prep_save(f.get_default(), connection)
         for f in statement.fields
     ]
+    if not statement.on_conflict:  # a database without ON CONFLICT: the violation, caught
+        try:
+            with savepoint_if_atomic(model), connection.cursor() as cursor:
+                cursor.execute(statement.sql, params)
+                return _inserted_pk(connection, cursor, statement)
+        except IntegrityError:
+            return None
     with connection.cursor() as cursor:
         cursor.execute(statement.sql, params)
-        if statement.returning:
-            return int(cursor.fetchone()[0])
-        return int(connection.ops.last_insert_id(cursor, model._meta.db_table, str(model._meta.pk.column)))
+        return _inserted_pk(connection, cursor, statement)
+
+
+def _inserted_pk(connection: BaseDatabaseWrapper, cursor: Any, statement: _Statement) -> int | None:
+    if statement.returning:
+        row = cursor.fetchone()
+        return None if row is None else int(row[0])
+    if cursor.rowcount == 0:
+        return None
+    meta = ReceivedCallback._meta
+    return int(connection.ops.last_insert_id(cursor, meta.db_table, str(meta.pk.column)))
+
+
+def _create(**values: Any) -> int | None:
+    # The ORM's create, so pre_save and post_save receivers hear of the row. A redelivery is found by a
+    # lookup first: only one racing its original meets the unique violation (caught, as a redelivery).
+    model = ReceivedCallback
+    key = values.get(_DEDUPE_KEY)
+    if key is not None and model.objects.filter(dedupe_key=key).exists():
+        return None
+    try:
+        with savepoint_if_atomic(model):
+            return int(model.objects.create(**values).pk)
+    except IntegrityError:
+        if key is not None and model.objects.filter(dedupe_key=key).exists():
+            return None
+        raise
+
+
+# --- the right to fetch a uuid ------------------------------------------------------------------------
+
+
+#: One statement per (database vendor, whether the last claim's age counts).
+_CLAIMS: dict[tuple[str, bool], str] = {}
+
+
+def _claim_statement(connection: BaseDatabaseWrapper, timed: bool) -> str:
+    key = (connection.vendor, timed)
+    if key not in _CLAIMS:
+        meta = FetchMark._meta
+        quote = connection.ops.quote_name
+        table = quote(meta.db_table)
+        uuid, claimed, not_found = (
+            quote(str(_field(FetchMark, n).column)) for n in ("uuid", "claimed_at", "not_found_at")
+        )
+        # The existing row's columns, named with the table (both databases read an unqualified name in
+        # DO UPDATE ... WHERE as the existing row's too; the name makes it plain).
+        not_answered = f"({table}.{not_found} IS NULL OR {table}.{not_found} < %s)"
+        due = f" AND ({table}.{claimed} IS NULL OR {table}.{claimed} <= %s)" if timed else ""
+        _CLAIMS[key] = (
+            f"INSERT INTO {table} ({uuid}, {claimed}, {not_found}) VALUES (%s, %s, NULL) "  # noqa: S608
+            f"ON CONFLICT ({uuid}) DO UPDATE SET {claimed} = EXCLUDED.{claimed} "
+            f"WHERE {not_answered}{due}"
+        )
+    return _CLAIMS[key]
+
+
+def claim_fetch_mark(
+    uuid: str, now: dt.datetime, *, asked: dt.datetime, due_before: dt.datetime | None
+) -> bool:
+    """Take the right to fetch ``uuid`` at ``now`` in one statement: True when this call took it.
+
+    Taken when no mark of the uuid exists yet (one is inserted), or when its mark says neither that a
+    fetch sent at or after ``asked`` found the uuid unknown nor (``due_before`` given) that the right was
+    taken after ``due_before``. Of calls racing for the same uuid, the database lets one take it; the
+    others get False and read the mark (:func:`~.callback_ledger._claim_fetch` says why they wait).
+    """
+    connection = connections[router.db_for_write(FetchMark)]
+    if not connection.features.supports_update_conflicts_with_target:
+        return _claim_by_orm(uuid, now, asked=asked, due_before=due_before)
+    prepare = _field(FetchMark, "claimed_at").get_db_prep_save
+    params = [_field(FetchMark, "uuid").get_db_prep_save(uuid, connection), prepare(now, connection)]
+    params.append(_field(FetchMark, "not_found_at").get_db_prep_save(asked, connection))
+    if due_before is not None:
+        params.append(prepare(due_before, connection))
+    with connection.cursor() as cursor:
+        cursor.execute(_claim_statement(connection, due_before is not None), params)
+        # One row inserted or updated, or none (the condition refused the update).
+        return bool(cursor.rowcount)
+
+
+def _claim_by_orm(uuid: str, now: dt.datetime, *, asked: dt.datetime, due_before: dt.datetime | None) -> bool:
+    # A database without ON CONFLICT: the INSERT's violation caught, then one conditional UPDATE.
+    try:
+        with savepoint_if_atomic(FetchMark):
+            FetchMark.objects.create(uuid=uuid, claimed_at=now)
+        return True
+    except IntegrityError:
+        pass
+    due = Q(not_found_at__isnull=True) | Q(not_found_at__lt=asked)
+    if due_before is not None:
+        due &= Q(claimed_at__isnull=True) | Q(claimed_at__lte=due_before)
+    return bool(FetchMark.objects.filter(due, uuid=uuid).update(claimed_at=now))

@@ -26,7 +26,7 @@ from typing import Any
 
 from django import db
 from django.core.exceptions import NON_FIELD_ERRORS
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -37,9 +37,8 @@ from ..exceptions import NotFound, ServiceUnavailable, describe_error
 from ..ids import canonical_uuid
 from ..models import Community, DirectOrder, FetchMark, ReceivedCallback, Transaction
 from ..redaction import scrub_error
-from .callback_insert import insert_callback
+from .callback_insert import claim_fetch_mark, insert_callback
 from .calls import _secrets, current_task_id
-from .common import savepoint_if_atomic
 from .sync import _sync
 
 logger = logging.getLogger("django_paycollect.callbacks")
@@ -80,42 +79,43 @@ def store_callback(**fields: Any) -> StoredCallback:
     """Store a well-formed callback (its claims, body and headers as ``fields``), queued for verification.
 
     A new callback costs one INSERT, written once (:func:`~.callback_insert.insert_callback`); a redelivery
-    three queries (the INSERT refused by the unique ``dedupe_key``, the original's lookup, the duplicate's
-    INSERT), plus one when it has the original verified again (see :func:`_verify_again`).
+    three queries (the INSERT, which the unique ``dedupe_key`` turns into nothing inserted, the original's
+    lookup, the duplicate's INSERT), plus one when it has the original verified again (see
+    :func:`_verify_again`). No database error either way: a redelivery flood leaves the database's log quiet.
     """
     key = dedupe_key(fields["transaction_uuid"], fields["claimed_status"])
     for _attempt in range(2):
         now = timezone.now()
-        try:
-            with savepoint_if_atomic(ReceivedCallback):
-                pk = insert_callback(
-                    state=ReceivedCallback.QUEUED,
-                    dedupe_key=key,
-                    received_at=now,
-                    queued_at=now,
-                    next_attempt_at=now,
-                    **fields,
-                )
-        except IntegrityError:
-            original = (
-                ReceivedCallback.objects.filter(dedupe_key=key)
-                .select_related("transaction")
-                .only("pk", "state", "claimed_status", "transaction_uuid", "transaction__status")
-                .first()
+        pk = insert_callback(
+            state=ReceivedCallback.QUEUED,
+            dedupe_key=key,
+            received_at=now,
+            queued_at=now,
+            next_attempt_at=now,
+            **fields,
+        )
+        if pk is not None:
+            logger.info(
+                "callback #%s stored for %s (claims %s)", pk, key.split("|")[0], fields["claimed_status"]
             )
-            if original is None:
-                continue  # pruned a moment ago: this one is the first again
-            duplicate = ReceivedCallback.objects.create(
-                state=ReceivedCallback.DUPLICATE,
-                duplicate_of=original,
-                outcome=f"redelivery of callback #{original.pk}",
-                **fields,
-            )
-            again = _verify_again(original) and requeue_callback(original.pk, states=(original.state,))
-            logger.info("callback #%s is a redelivery of #%s", duplicate.pk, original.pk)
-            return StoredCallback(duplicate.pk, original.pk if again else None)
-        logger.info("callback #%s stored for %s (claims %s)", pk, key.split("|")[0], fields["claimed_status"])
-        return StoredCallback(pk, pk)
+            return StoredCallback(pk, pk)
+        original = (
+            ReceivedCallback.objects.filter(dedupe_key=key)
+            .select_related("transaction")
+            .only("pk", "state", "claimed_status", "transaction_uuid", "transaction__status")
+            .first()
+        )
+        if original is None:
+            continue  # pruned a moment ago: this one is the first again
+        duplicate = ReceivedCallback.objects.create(
+            state=ReceivedCallback.DUPLICATE,
+            duplicate_of=original,
+            outcome=f"redelivery of callback #{original.pk}",
+            **fields,
+        )
+        again = _verify_again(original) and requeue_callback(original.pk, states=(original.state,))
+        logger.info("callback #%s is a redelivery of #%s", duplicate.pk, original.pk)
+        return StoredCallback(duplicate.pk, original.pk if again else None)
     raise RuntimeError("the callback could not be stored")  # pragma: no cover (needs two prunes in a row)
 
 
@@ -344,34 +344,32 @@ def _claim_fetch(callback_id: int, uuid: str, asked: dt.datetime, *, force: bool
     """Take the right to fetch ``uuid`` now (at most once per interval, across processes); returns when
     it was taken. Raises :class:`FetchDeferred` when another verification took it less than an interval
     ago (unless ``force``: a person asked), and :class:`~django_paycollect.exceptions.NotFound` when a
-    fetch sent after ``asked`` found that the service does not know the uuid."""
-    now = timezone.now()
-    try:
-        with savepoint_if_atomic(FetchMark):
-            FetchMark.objects.create(uuid=uuid, claimed_at=now)
-        return now  # the first verification of this uuid: one INSERT
-    except IntegrityError:
-        pass
-    mark = FetchMark.objects.filter(uuid=uuid).first()
-    if mark is None:  # pruned a moment ago
-        return _claim_fetch(callback_id, uuid, asked, force=force)
-    if mark.not_found_at is not None and mark.not_found_at >= asked:
-        raise NotFound(
-            {
-                NON_FIELD_ERRORS: [
-                    f"the service does not know it (answered by the fetch sent at "
-                    f"{mark.not_found_at:%Y-%m-%d %H:%M:%S} for another callback)"
-                ]
-            }
-        )
-    interval = callback_fetch_interval()
-    # One conditional UPDATE: of verifications racing for the same uuid, exactly one matches.
-    due = Q() if force else Q(claimed_at__isnull=True) | Q(claimed_at__lte=now - interval)
-    if FetchMark.objects.filter(due, pk=mark.pk).update(claimed_at=now):
-        return now
-    last = FetchMark.objects.values_list("claimed_at", flat=True).get(pk=mark.pk) or now
-    wait = max(0.0, (last + interval - now).total_seconds()) + _DEFER_MARGIN
-    raise FetchDeferred(callback_id, uuid, wait)
+    fetch sent after ``asked`` found that the service does not know the uuid.
+
+    One statement when the right is taken (:func:`~.callback_insert.claim_fetch_mark`, which inserts the
+    uuid's mark or updates it on its own conditions); one more, reading the mark, when it is not. A claim
+    that another verification holds is no database error."""
+    while True:
+        now, interval = timezone.now(), callback_fetch_interval()
+        due_before = None if force else now - interval
+        if claim_fetch_mark(uuid, now, asked=asked, due_before=due_before):
+            return now
+        mark = FetchMark.objects.filter(uuid=uuid).values_list("claimed_at", "not_found_at").first()
+        if mark is None:  # pruned a moment ago: the next claim inserts it again
+            continue
+        claimed_at, not_found_at = mark
+        if not_found_at is not None and not_found_at >= asked:
+            raise NotFound(
+                {
+                    NON_FIELD_ERRORS: [
+                        f"the service does not know it (answered by the fetch sent at "
+                        f"{not_found_at:%Y-%m-%d %H:%M:%S} for another callback)"
+                    ]
+                }
+            )
+        last = claimed_at or now
+        wait = max(0.0, (last + interval - now).total_seconds()) + _DEFER_MARGIN
+        raise FetchDeferred(callback_id, uuid, wait)
 
 
 def callback_fetch_due(uuid: str) -> bool:

@@ -1,5 +1,7 @@
 """A new callback is stored by one INSERT written once (``services.callback_insert``), and the row is the one
-``ReceivedCallback.objects.create`` stores: the same values in every column, read back from the database."""
+``ReceivedCallback.objects.create`` stores: the same values in every column, read back from the database. A
+redelivery, and a claim of the right to fetch that another verification holds, are one statement each that
+changes nothing and raises no database error (``ON CONFLICT``)."""
 
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ from django.db.models.signals import post_save
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from django_paycollect.models import ReceivedCallback
-from django_paycollect.services.callback_insert import insert_callback
+from django_paycollect.models import FetchMark, ReceivedCallback
+from django_paycollect.services.callback_insert import claim_fetch_mark, insert_callback
 
 pytestmark = pytest.mark.django_db
 
@@ -85,13 +87,25 @@ def test_defaults_are_the_models():
     assert callback.dedupe_key is None
 
 
-def test_one_statement_and_the_unique_key_refuses_a_second_row():
+def test_one_statement_and_a_second_row_of_the_same_key_is_none_without_a_database_error():
     with CaptureQueriesContext(connection) as captured:
-        insert_callback(**fields())
+        first = insert_callback(**fields())
     [insert] = [q["sql"] for q in captured.captured_queries if "INSERT" in q["sql"]]
     assert insert.startswith('INSERT INTO "paycollect_receivedcallback"')
+    assert 'ON CONFLICT ("dedupe_key") DO NOTHING' in insert
+    # Inside this test's transaction: no savepoint is needed, and the transaction stays usable.
+    with CaptureQueriesContext(connection) as captured:
+        assert insert_callback(**fields(body="a redelivery")) is None
+    assert len(captured.captured_queries) == 1
+    assert ReceivedCallback.objects.get().pk == first
+    assert ReceivedCallback.objects.get().body == fields()["body"]  # the first one stays as it was
+    # Rows without a key never meet each other.
+    assert insert_callback(**fields(dedupe_key=None)) != insert_callback(**fields(dedupe_key=None))
+
+
+def test_another_violation_is_still_an_error():
     with pytest.raises(IntegrityError):
-        insert_callback(**fields())
+        insert_callback(**fields(received_at=None))
 
 
 def test_an_unknown_or_related_field_is_refused():
@@ -114,3 +128,53 @@ def test_receivers_of_post_save_still_hear_of_every_row():
         post_save.disconnect(receiver, sender=ReceivedCallback)
     assert heard == [pk]
     assert stored_row(pk)["transaction_uuid"] == "3f1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f60"
+
+
+def test_with_receivers_a_redelivery_is_still_none_and_raises_nothing():
+    post_save.connect(_ignore, sender=ReceivedCallback)
+    try:
+        first = insert_callback(**fields())
+        assert insert_callback(**fields()) is None
+    finally:
+        post_save.disconnect(_ignore, sender=ReceivedCallback)
+    assert list(ReceivedCallback.objects.values_list("pk", flat=True)) == [first]
+
+
+def _ignore(sender: Any, **kwargs: Any) -> None:
+    pass
+
+
+# --- the right to fetch a uuid: one statement, and a held claim is no database error --------------------
+
+UUID = "3f1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f60"
+
+
+def claim(now: dt.datetime, *, asked: dt.datetime = NOW, interval: dt.timedelta | None = None) -> bool:
+    return claim_fetch_mark(UUID, now, asked=asked, due_before=None if interval is None else now - interval)
+
+
+def test_a_fetch_claim_is_one_statement_taken_once_per_interval():
+    five = dt.timedelta(seconds=5)
+    with CaptureQueriesContext(connection) as captured:
+        assert claim(NOW, interval=five)  # no mark yet: inserted
+    [statement] = [q["sql"] for q in captured.captured_queries]
+    assert statement.startswith('INSERT INTO "paycollect_fetchmark"')
+    assert 'ON CONFLICT ("uuid") DO UPDATE' in statement
+    with CaptureQueriesContext(connection) as captured:
+        assert not claim(NOW + dt.timedelta(seconds=4), interval=five)  # held: nothing, and no error
+    assert len(captured.captured_queries) == 1
+    assert FetchMark.objects.get().claimed_at == NOW
+    assert claim(NOW + five, interval=five)  # the interval is over
+    assert FetchMark.objects.get().claimed_at == NOW + five
+    assert claim(NOW + five + dt.timedelta(seconds=1))  # a person asked: no interval
+    assert FetchMark.objects.count() == 1
+
+
+def test_a_fetch_claim_is_refused_while_a_later_fetch_found_the_uuid_unknown():
+    assert claim(NOW)
+    FetchMark.objects.update(not_found_at=NOW + dt.timedelta(seconds=1))
+    later = NOW + dt.timedelta(minutes=5)
+    assert not claim(later, asked=NOW)  # asked before that fetch: it answered this one too
+    assert not claim(later, asked=NOW + dt.timedelta(seconds=1))
+    assert claim(later, asked=NOW + dt.timedelta(seconds=2))  # asked after it: fetch again
+    assert FetchMark.objects.get().claimed_at == later
