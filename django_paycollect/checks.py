@@ -247,6 +247,37 @@ def check_callbacks_left_unverified(
     return messages
 
 
+@register(Tags.database)
+def check_housekeeping_runs(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """The sweep or reconciliation late: not run for more than a few of its beat intervals (a stopped beat,
+    or no worker), as ``reporting.housekeeping`` judges it. A database check: ``check --database default``."""
+    from django.db import router
+
+    from .models import HousekeepingRun
+    from .reporting import housekeeping
+
+    if router.db_for_read(HousekeepingRun) not in (databases or []):
+        return []
+    try:
+        jobs = housekeeping()
+    except DatabaseError:
+        return []  # not migrated yet
+    return [
+        Warning(
+            job.warning(),
+            hint="Start celery beat with django_paycollect.schedules.BEAT_SCHEDULE in CELERY_BEAT_SCHEDULE, "
+            "and a worker (see the Celery page of the docs); the admin's dashboard shows when each job last "
+            "ran. A site without beat runs `manage.py paycollect_process_callbacks --stuck` and "
+            "`manage.py paycollect_reconcile` from cron, as often as its beat entries say.",
+            id="paycollect.W007",
+        )
+        for job in jobs
+        if job.late
+    ]
+
+
 def _check_max_amount() -> list[CheckMessage]:
     value = paycollect_settings.MAX_AMOUNT
     try:

@@ -166,6 +166,15 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
             {"item": item, "url": self._changelist(request, item.model, item.query) if item.count else None}
             for item in found.attention
         ]
+        housekeeping = [
+            {
+                "job": job,
+                "interval": reporting.duration_text(job.interval),
+                "age": reporting.duration_text(job.idle_for),
+                "warning": job.warning() if job.late else "",
+            }
+            for job in found.housekeeping
+        ]
         return {
             "report": found,
             "daily_chart": charts.daily_chart(found.days, found.currency),
@@ -179,6 +188,9 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
             ],
             "oldest_stuck": reporting.duration_text(found.callbacks.oldest_stuck_age),
             "attention": attention,
+            "housekeeping": housekeeping,
+            "late_jobs": [row for row in housekeeping if row["warning"]],
+            "late_after_intervals": reporting.LATE_AFTER_INTERVALS,
             "statistics": self._statistics(request, found),
             "started_all_url": self._changelist(
                 request, "paycollect.transaction", {**community_filter, **started}

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import timedelta
 from typing import Any
 
 from celery.schedules import crontab
+from celery.schedules import schedule as every
 
 #: Beat entries to merge into ``CELERY_BEAT_SCHEDULE`` (plain beat, or django-celery-beat, which
 #: copies them into its tables at start)::
@@ -37,3 +39,50 @@ BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
         "options": {"expires": 6 * 3600},
     },
 }
+
+
+def beat_interval(task: str) -> timedelta:
+    """How often beat runs ``task`` (``"paycollect.sweep_callbacks"``, ``"paycollect.reconcile"``): the
+    shortest interval among the current Celery app's beat entries naming it (``CELERY_BEAT_SCHEDULE``, which
+    django-celery-beat copies too), or its interval in :data:`BEAT_SCHEDULE` when none does.
+
+    An entry's schedule may be seconds, a ``timedelta``, a ``celery.schedules.schedule`` or a ``crontab``
+    (the longest gap between its next runs).
+    """
+    from celery import current_app
+
+    entries = current_app.conf.beat_schedule or {}
+    found = [
+        interval
+        for entry in entries.values()
+        if isinstance(entry, dict) and entry.get("task") == task
+        if (interval := _interval(entry.get("schedule"))) is not None
+    ]
+    if not found:
+        found = [
+            interval
+            for entry in BEAT_SCHEDULE.values()
+            if entry["task"] == task and (interval := _interval(entry["schedule"])) is not None
+        ]
+    if not found:
+        raise ValueError(f"{task} is not a periodic task of django_paycollect")
+    return min(found)
+
+
+def _interval(schedule: Any) -> timedelta | None:
+    if isinstance(schedule, timedelta):
+        return schedule
+    if isinstance(schedule, (int, float)) and not isinstance(schedule, bool):
+        return timedelta(seconds=schedule)
+    if isinstance(schedule, every):
+        run_every: timedelta = schedule.run_every
+        return run_every
+    if isinstance(schedule, crontab):
+        # The gaps between its next few runs (a crontab's runs need not be evenly spaced): the longest.
+        runs = [schedule.now()]
+        for _ in range(8):
+            start, step, _now = schedule.remaining_delta(runs[-1])
+            runs.append(start + step)
+        gaps: list[timedelta] = [later - earlier for earlier, later in itertools.pairwise(runs[1:])]
+        return max(gaps)
+    return None  # another kind (solar, a project's own): the default applies

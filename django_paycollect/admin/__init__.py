@@ -12,6 +12,8 @@ Money records are read-only here: they change only through the service layer.
 
 from __future__ import annotations
 
+from django.contrib import admin as _admin
+
 # Each module registers its ModelAdmins; the names people import from here stay importable.
 from .callbacks import (
     CallbackValidityFilter as CallbackValidityFilter,
@@ -63,3 +65,8 @@ from .recurring import confirm_cancel_recurring as confirm_cancel_recurring
 from .transactions import RefundInline as RefundInline
 from .transactions import TransactionAdmin as TransactionAdmin
 from .transactions import TransactionStatusChangeInline as TransactionStatusChangeInline
+
+# The admin index warns when the sweep or reconciliation is late (a stopped beat is otherwise silent), unless
+# the project set an index template of its own (which can add {% paycollect_late_jobs %}).
+if _admin.site.index_template is None:
+    _admin.site.index_template = "admin/paycollect/index.html"

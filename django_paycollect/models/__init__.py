@@ -538,5 +538,6 @@ from .orders import RecurringSeries as RecurringSeries  # noqa: E402
 from .records import ApiCall as ApiCall  # noqa: E402
 from .records import Dashboard as Dashboard  # noqa: E402
 from .records import FetchMark as FetchMark  # noqa: E402
+from .records import HousekeepingRun as HousekeepingRun  # noqa: E402
 from .records import ReceivedCallback as ReceivedCallback  # noqa: E402
 from .records import StatisticsSnapshot as StatisticsSnapshot  # noqa: E402

@@ -1,5 +1,5 @@
 """What is kept for people and for the record: API calls, statistics snapshots, received callbacks,
-fetch marks, and the permission holder of the dashboard."""
+fetch marks, when the housekeeping jobs last ran, and the permission holder of the dashboard."""
 
 from __future__ import annotations
 
@@ -300,3 +300,30 @@ class FetchMark(models.Model):
 
     def __str__(self) -> str:
         return gettext("fetch mark of %(uuid)s") % {"uuid": self.uuid}
+
+
+class HousekeepingRun(models.Model):
+    """When a periodic job last ran to its end: a row per job (the callback sweep, reconciliation).
+
+    A stopped beat (or a worker that takes nothing) makes no noise of its own: the jobs it should start
+    simply stop happening. Each run records its end here (``last_run_at``); the admin, the dashboard,
+    ``paycollect_report`` and the check ``paycollect.W007`` say when a job is late, from the interval of its
+    beat entry (:func:`django_paycollect.reporting.housekeeping`). ``watched_since`` is when the row was
+    made (by the migration, or by a first run): a job that never ran is late once that is long enough ago.
+    """
+
+    SWEEP = "sweep"
+    RECONCILIATION = "reconciliation"
+    JOB_CHOICES = [(SWEEP, _("callback sweep")), (RECONCILIATION, _("reconciliation"))]
+
+    job = models.CharField(_("job"), max_length=32, choices=JOB_CHOICES)
+    last_run_at = models.DateTimeField(_("last ran at"), null=True, blank=True)
+    watched_since = models.DateTimeField(_("watched since"), default=timezone.now)
+
+    class Meta:
+        verbose_name = _("housekeeping run")
+        verbose_name_plural = _("housekeeping runs")
+        constraints = [models.UniqueConstraint(fields=["job"], name="paycollect_housekeepingrun_job")]
+
+    def __str__(self) -> str:
+        return str(self.get_job_display())

@@ -22,7 +22,7 @@ from django.utils import timezone
 from .. import services
 from ..conf import paycollect_settings
 from ..exceptions import ServiceLayerError, describe_error
-from ..models import ApiCall, DirectOrder, RecurringSeries, Refund, Transaction
+from ..models import ApiCall, DirectOrder, HousekeepingRun, RecurringSeries, Refund, Transaction
 from .report import Finding, Progress, ProgressCallback, Summary
 
 logger = logging.getLogger("django_paycollect.reconciliation")
@@ -448,7 +448,8 @@ def reconcile(
 
     Open transactions are fetched ``RECONCILE_CONCURRENCY`` at a time. With ``fan_out`` (the reconcile
     task passes one that queues ``reconcile_chunk`` tasks), more than ``RECONCILE_CHUNK_SIZE`` of them
-    are handed out in chunks of that size, so several workers fetch them at once.
+    are handed out in chunks of that size, so several workers fetch them at once. Records the run's end
+    (``services.record_run``), whatever its items came to.
     """
     summary = Summary(community_id=community_id, older_than=older_than)
     run = Run(summary, progress, community_id, older_than)
@@ -459,6 +460,8 @@ def reconcile(
             else:
                 run.each(step, *_chunked(step.select(run), *step.related))
     summary.finished_at = timezone.now()
+    # A stopped beat shows as reconciliation that is late (reporting.housekeeping).
+    services.record_run(HousekeepingRun.RECONCILIATION, summary.finished_at)
     return summary
 
 

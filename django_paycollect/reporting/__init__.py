@@ -16,7 +16,8 @@ days before it, up to now. What the figures mean:
 * what needs a person is counted over all time, whatever the currency: it does not go away by itself.
 
 A package: ``figures`` (the period, money, collected per day, payments by status), ``health`` (callbacks,
-what needs a person) and ``report`` (the statistics comparison, the whole report, its text and JSON).
+what needs a person, whether the periodic jobs are late) and ``report`` (the statistics comparison, the
+whole report, its text and JSON).
 """
 
 from __future__ import annotations
@@ -32,10 +33,13 @@ from .figures import collected_per_day as collected_per_day
 from .figures import period as period
 from .figures import started_by_status as started_by_status
 from .figures import success_rate as success_rate
+from .health import LATE_AFTER_INTERVALS as LATE_AFTER_INTERVALS
 from .health import PERCENTILES as PERCENTILES
 from .health import Attention as Attention
 from .health import CallbackHealth as CallbackHealth
+from .health import Housekeeping as Housekeeping
 from .health import callback_health as callback_health
+from .health import housekeeping as housekeeping
 from .health import needs_a_person as needs_a_person
 from .health import stuck_callbacks as stuck_callbacks
 from .report import Ledger as Ledger

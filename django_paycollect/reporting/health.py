@@ -14,11 +14,13 @@ from .. import reconciliation
 from ..conf import paycollect_settings
 from ..models import (
     DirectOrder,
+    HousekeepingRun,
     ReceivedCallback,
     RecurringSeries,
     Refund,
     Transaction,
 )
+from ..schedules import beat_interval
 from ..services import STALE_IN_FLIGHT, stuck_filter
 from .figures import Period
 
@@ -248,3 +250,96 @@ def needs_a_person(community_id: str, now: dt.datetime | None = None) -> list[At
         ),
         *open_too_long,
     ]
+
+
+# --- the periodic jobs --------------------------------------------------------------------------------------
+
+#: A periodic job is late when it has not run for more than this many of its intervals: a beat (or every
+#: worker) stopped, not a run that a busy queue delayed a little.
+LATE_AFTER_INTERVALS = 3
+#: The jobs watched, the task of each (whose beat entry gives its interval) and how it is named.
+HOUSEKEEPING_JOBS = (
+    (HousekeepingRun.SWEEP, "paycollect.sweep_callbacks"),
+    (HousekeepingRun.RECONCILIATION, "paycollect.reconcile"),
+)
+
+
+@dataclass(frozen=True)
+class Housekeeping:
+    """One periodic job: when it last ran to its end (None: never), how often it should, and whether late."""
+
+    job: str
+    label: str
+    task: str
+    interval: dt.timedelta
+    last_run_at: dt.datetime | None
+    #: Since when its runs are expected (its row's ``watched_since``); None: not watched (no row).
+    watched_since: dt.datetime | None
+    late: bool
+    #: How long since it last ran (never run: since it is watched); None when not watched.
+    idle_for: dt.timedelta | None
+
+    @property
+    def late_after(self) -> dt.timedelta:
+        return self.interval * LATE_AFTER_INTERVALS
+
+    def warning(self) -> str:
+        """What a person reads when it is late (the admin, the dashboard, the report, check W007)."""
+        from .report import duration_text
+
+        values = {"age": duration_text(self.idle_for), "interval": duration_text(self.interval)}
+        # Whole sentences per job and case, so that each language can word them as it must.
+        if self.job == HousekeepingRun.SWEEP:
+            if self.last_run_at is None:
+                text = gettext(
+                    "The callback sweep has not run at all in %(age)s, though it should run every "
+                    "%(interval)s: is celery beat running, with the sweep in its schedule, and a worker?"
+                )
+            else:
+                text = gettext(
+                    "The callback sweep last ran %(age)s ago, though it should run every %(interval)s: "
+                    "is celery beat running, with the sweep in its schedule, and a worker?"
+                )
+        elif self.last_run_at is None:
+            text = gettext(
+                "Reconciliation has not run at all in %(age)s, though it should run every %(interval)s: "
+                "is celery beat running, with reconciliation in its schedule, and a worker?"
+            )
+        else:
+            text = gettext(
+                "Reconciliation last ran %(age)s ago, though it should run every %(interval)s: is celery "
+                "beat running, with reconciliation in its schedule, and a worker?"
+            )
+        return text % values
+
+
+def housekeeping(now: dt.datetime | None = None) -> list[Housekeeping]:
+    """When the sweep and reconciliation last ran, and whether either is late: not run for more than
+    :data:`LATE_AFTER_INTERVALS` of the interval of its beat entry (``schedules.beat_interval``). One query.
+
+    A job never run is late once it has been watched that long (the upgrade that added the record made its
+    row); a job without a row (none recorded, the row deleted) is shown as never run and not judged."""
+    now = now or timezone.now()
+    rows = {row.job: row for row in HousekeepingRun.objects.all()}
+    labels = dict(HousekeepingRun.JOB_CHOICES)
+    result = []
+    for job, task in HOUSEKEEPING_JOBS:
+        row = rows.get(job)
+        interval = beat_interval(task)
+        last = row.last_run_at if row else None
+        since = last or (row.watched_since if row else None)
+        idle_for = max(now - since, dt.timedelta(0)) if since is not None else None
+        late = idle_for is not None and idle_for > interval * LATE_AFTER_INTERVALS
+        result.append(
+            Housekeeping(
+                job=job,
+                label=str(labels[job]),
+                task=task,
+                interval=interval,
+                last_run_at=last,
+                watched_since=row.watched_since if row else None,
+                late=late,
+                idle_for=idle_for,
+            )
+        )
+    return result

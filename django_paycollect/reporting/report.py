@@ -27,7 +27,7 @@ from .figures import (
     started_by_status,
     success_rate,
 )
-from .health import Attention, CallbackHealth, callback_health, needs_a_person
+from .health import Attention, CallbackHealth, Housekeeping, callback_health, housekeeping, needs_a_person
 
 # --- the service's dashboard statistics beside our ledger --------------------------------------------------
 
@@ -105,6 +105,8 @@ class Report:
     callbacks: CallbackHealth
     attention: list[Attention]
     statistics: StatisticsComparison
+    #: When the sweep and reconciliation last ran, and whether either is late.
+    housekeeping: list[Housekeeping]
 
     @property
     def collected(self) -> Amount:
@@ -153,6 +155,7 @@ def report(
         callbacks=callback_health(span),
         attention=needs_a_person(community_id, span.end),
         statistics=statistics_comparison(community_id, currency),
+        housekeeping=housekeeping(span.end),
     )
 
 
@@ -242,6 +245,15 @@ def _as_json(r: Report) -> dict[str, Any]:
             },
         },
         "needs_a_person": {item.key: item.count for item in r.attention},
+        "housekeeping": {
+            job.job: {
+                "last_run_at": job.last_run_at.isoformat() if job.last_run_at else None,
+                "interval_seconds": seconds(job.interval),
+                "late": job.late,
+                "late_after_seconds": seconds(job.late_after),
+            }
+            for job in r.housekeeping
+        },
         "statistics": {
             "snapshot": None
             if snapshot is None

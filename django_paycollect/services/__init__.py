@@ -22,7 +22,8 @@ A package by concern; every public name is importable from here (``services.refu
 * ``common``: validated arguments, row locks, autocommit, signals after the commit;
 * ``status``: the status machine;
 * ``payments``, ``sync``, ``refunds``, ``recurring``, ``direct_orders``, ``communities``: the operations;
-* ``callback_ledger``: the one owner of a stored callback's state.
+* ``callback_ledger``: the one owner of a stored callback's state;
+* ``housekeeping``: when the sweep and reconciliation last ran.
 """
 
 from __future__ import annotations
@@ -152,6 +153,9 @@ from .config import (
 )
 from .direct_orders import (
     create_direct_order as create_direct_order,
+)
+from .housekeeping import (
+    record_run as record_run,
 )
 from .payments import (
     abandon_unknown_start as abandon_unknown_start,

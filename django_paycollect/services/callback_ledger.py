@@ -35,10 +35,11 @@ from ..client.redaction import redact
 from ..conf import paycollect_settings
 from ..exceptions import NotFound, ServiceUnavailable, describe_error
 from ..ids import canonical_uuid
-from ..models import Community, DirectOrder, FetchMark, ReceivedCallback, Transaction
+from ..models import Community, DirectOrder, FetchMark, HousekeepingRun, ReceivedCallback, Transaction
 from ..redaction import scrub_error
 from .callback_insert import claim_fetch_mark, insert_callback
 from .calls import _secrets, current_task_id
+from .housekeeping import record_run
 from .sync import _sync
 
 logger = logging.getLogger("django_paycollect.callbacks")
@@ -234,7 +235,8 @@ class Sweep:
 def claim_stuck_callbacks(limit: int = SWEEP_BATCH) -> Sweep:
     """Claim every stuck callback (see :func:`stuck_filter`) for verification again, oldest first, each
     once: runs may overlap, and the claim (a conditional UPDATE) gives each callback to one of them.
-    The caller hands ``requeued`` to the worker (``tasks.sweep``)."""
+    The caller hands ``requeued`` to the worker (``tasks.sweep``). Records the run
+    (:func:`~.housekeeping.record_run`)."""
     now = timezone.now()
     due = Coalesce("next_attempt_at", "received_at")
     rows = list(
@@ -257,6 +259,7 @@ def claim_stuck_callbacks(limit: int = SWEEP_BATCH) -> Sweep:
             len(result.requeued),
             result.oldest_due,
         )
+    record_run(HousekeepingRun.SWEEP)  # a stopped beat shows as a sweep that is late (reporting.housekeeping)
     return result
 
 

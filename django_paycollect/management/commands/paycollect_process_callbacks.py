@@ -10,7 +10,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from ... import services
-from ...models import ReceivedCallback
+from ...models import HousekeepingRun, ReceivedCallback
 from ..arguments import age
 
 
@@ -46,6 +46,10 @@ class Command(BaseCommand):
         verbosity = int(options["verbosity"])
         selected = self._selected(options)
         ids = list(selected.order_by("received_at", "pk").values_list("pk", flat=True))
+        if options["stuck"] and not options["dry_run"]:
+            # The sweep's equivalent (cron on a site without beat): recorded as a run of the sweep, so the
+            # admin and the checks do not call it late.
+            services.record_run(HousekeepingRun.SWEEP)
         if options["ids"]:
             for missing in sorted(set(options["ids"]) - set(ids)):
                 state = ReceivedCallback.objects.filter(pk=missing).values_list("state", flat=True).first()

@@ -139,8 +139,33 @@ def lines(r: reporting.Report) -> list[str]:
         _("Needs a person (any date, any currency)"),
         _table([_("What"), _("How many")], [[item.label, str(item.count)] for item in r.attention]),
         "",
+        *_housekeeping_lines(r),
+        "",
     ]
     out += _statistics_lines(r)
+    return out
+
+
+def _housekeeping_lines(r: reporting.Report) -> list[str]:
+    """When the sweep and reconciliation last ran; what is late is said in full under the table."""
+    rows = []
+    for job in r.housekeeping:
+        ran = job.last_run_at
+        if ran is None:
+            last = _("never")
+        else:
+            when = timezone.localtime(ran) if timezone.is_aware(ran) else ran
+            last = _("%(when)s (%(age)s ago)") % {
+                "when": when.strftime("%Y-%m-%d %H:%M"),
+                "age": reporting.duration_text(job.idle_for),
+            }
+        state = _("LATE") if job.late else _("not run yet") if ran is None else _("on time")
+        rows.append([job.label, reporting.duration_text(job.interval), last, state])
+    out = [
+        _("Periodic jobs"),
+        _table([_("Job"), _("Every"), _("Last ran"), _("State")], rows),
+    ]
+    out += [_("Warning: %(text)s") % {"text": job.warning()} for job in r.housekeeping if job.late]
     return out
 
 

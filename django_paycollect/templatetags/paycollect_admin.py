@@ -1,0 +1,32 @@
+"""Template tags of the admin pages: ``{% load paycollect_admin %}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.db import DatabaseError
+from django.urls import NoReverseMatch, reverse
+
+from .. import reporting
+
+register = template.Library()
+
+
+@register.inclusion_tag("admin/paycollect/late_jobs.html", takes_context=True)
+def paycollect_late_jobs(context: Any) -> dict[str, Any]:
+    """The periodic jobs that are late (``reporting.housekeeping``), for users who may see the dashboard:
+    the admin index shows them, so a stopped beat is seen before callbacks are overdue. One query."""
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if user is None or not user.has_perm("paycollect.view_dashboard"):
+        return {"late": []}
+    try:
+        late = [job for job in reporting.housekeeping() if job.late]
+    except DatabaseError:  # not migrated yet
+        return {"late": []}
+    try:
+        dashboard = reverse("admin:paycollect_dashboard_changelist") + "#paycollect-housekeeping"
+    except NoReverseMatch:  # pragma: no cover (the dashboard is registered with the admin)
+        dashboard = ""
+    return {"late": [{"job": job.job, "warning": job.warning()} for job in late], "dashboard": dashboard}

@@ -1,0 +1,249 @@
+"""A stopped beat is seen: the sweep and reconciliation record when they last ran, and the admin index, the
+payments dashboard, ``paycollect_report`` and the check ``paycollect.W007`` say when either is late (more
+than ``LATE_AFTER_INTERVALS`` of the interval of its beat entry without a run)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from celery import current_app
+from celery.schedules import crontab
+from django.contrib.auth.models import Permission
+from django.core.checks import run_checks
+from django.core.management import call_command
+from django.utils import timezone
+
+from django_paycollect import reconciliation, reporting, services, tasks
+from django_paycollect.models import HousekeepingRun
+from django_paycollect.schedules import BEAT_SCHEDULE, beat_interval
+
+pytestmark = pytest.mark.django_db
+
+SWEEP, RECONCILIATION = HousekeepingRun.SWEEP, HousekeepingRun.RECONCILIATION
+DASHBOARD = "/admin/paycollect/dashboard/"
+
+
+@pytest.fixture(autouse=True)
+def no_rows() -> None:
+    """Each test says which jobs ran when (the migration's rows, or another test's runs, would be here)."""
+    HousekeepingRun.objects.all().delete()
+
+
+@pytest.fixture
+def schedule() -> Iterator[Any]:
+    """``schedule({...})`` sets the Celery app's beat entries (CELERY_BEAT_SCHEDULE) for the test."""
+    before = current_app.conf.beat_schedule
+
+    def set_to(entries: dict[str, Any]) -> None:
+        current_app.conf.beat_schedule = entries
+
+    yield set_to
+    current_app.conf.beat_schedule = before
+
+
+def ran(job: str, ago: dt.timedelta | None, watched: dt.timedelta = dt.timedelta(days=30)) -> None:
+    now = timezone.now()
+    HousekeepingRun.objects.create(
+        job=job, last_run_at=None if ago is None else now - ago, watched_since=now - watched
+    )
+
+
+def late() -> dict[str, bool]:
+    return {job.job: job.late for job in reporting.housekeeping()}
+
+
+def minutes(n: float) -> dt.timedelta:
+    return dt.timedelta(minutes=n)
+
+
+# --- recorded by every run ---------------------------------------------------------------------------------
+
+
+def test_the_sweep_task_records_its_run_in_one_statement_without_a_row_or_with_one():
+    before = timezone.now()
+    tasks.sweep_callbacks.apply().get()
+    first = HousekeepingRun.objects.get(job=SWEEP).last_run_at
+    assert first is not None
+    assert first >= before
+    tasks.sweep_callbacks.apply().get()
+    second = HousekeepingRun.objects.get(job=SWEEP)
+    assert second.last_run_at is not None
+    assert second.last_run_at >= first
+    assert second.watched_since == first  # made by the first run, kept since
+    assert not HousekeepingRun.objects.filter(job=RECONCILIATION).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reconciliation_records_its_run_by_task_and_by_command(paycollect_live):
+    tasks.reconcile.apply().get()
+    by_task = HousekeepingRun.objects.get(job=RECONCILIATION).last_run_at
+    assert by_task is not None
+    call_command("paycollect_reconcile", stdout=io.StringIO())
+    assert HousekeepingRun.objects.get(job=RECONCILIATION).last_run_at > by_task
+    assert HousekeepingRun.objects.count() == 1
+
+
+def test_the_commands_stuck_run_is_a_run_of_the_sweep_and_its_dry_run_is_not():
+    call_command("paycollect_process_callbacks", "--stuck", "--dry-run", stdout=io.StringIO())
+    assert not HousekeepingRun.objects.exists()
+    call_command("paycollect_process_callbacks", "--stuck", stdout=io.StringIO())
+    assert HousekeepingRun.objects.get(job=SWEEP).last_run_at is not None
+
+
+def test_the_migration_watches_both_jobs_from_the_upgrade():
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    state = MigrationExecutor(connection).loader.project_state(("paycollect", "0003_housekeepingrun"))
+    model = state.apps.get_model("paycollect", "HousekeepingRun")
+    migration = MigrationExecutor(connection).loader.get_migration("paycollect", "0003_housekeepingrun")
+    [*_, seed] = migration.operations
+    seed.code(state.apps, SimpleNamespace(connection=connection))  # it reads only the editor's connection
+    rows = {row.job: row for row in model.objects.all()}
+    assert sorted(rows) == [RECONCILIATION, SWEEP]
+    assert all(row.last_run_at is None for row in rows.values())
+    assert all(timezone.now() - row.watched_since < minutes(1) for row in rows.values())
+
+
+# --- late: from the interval of the beat entry --------------------------------------------------------------
+
+
+def test_late_after_three_intervals_without_a_run():
+    assert reporting.LATE_AFTER_INTERVALS == 3
+    ran(SWEEP, minutes(2.9))  # the sweep runs every minute (BEAT_SCHEDULE)
+    ran(RECONCILIATION, minutes(46))  # every 15 minutes
+    assert late() == {SWEEP: False, RECONCILIATION: True}
+    HousekeepingRun.objects.filter(job=SWEEP).update(last_run_at=timezone.now() - minutes(3.1))
+    assert late() == {SWEEP: True, RECONCILIATION: True}
+
+
+def test_a_job_never_run_is_late_once_watched_that_long_and_without_a_row_is_not_judged():
+    ran(SWEEP, None, watched=minutes(4))
+    ran(RECONCILIATION, None, watched=minutes(30))
+    found = {job.job: job for job in reporting.housekeeping()}
+    assert found[SWEEP].late
+    assert not found[RECONCILIATION].late
+    assert "has not run at all in 4 min" in found[SWEEP].warning()
+    HousekeepingRun.objects.all().delete()
+    assert late() == {SWEEP: False, RECONCILIATION: False}
+
+
+def test_the_interval_is_the_projects_beat_entry(schedule):
+    ran(SWEEP, minutes(20))
+    ran(RECONCILIATION, dt.timedelta(hours=20))
+    schedule(
+        {
+            "sweep, every ten minutes": {"task": "paycollect.sweep_callbacks", "schedule": 600},
+            "reconcile, hourly": {"task": "paycollect.reconcile", "schedule": crontab(minute=0)},
+            "reconcile, daily for another community": {
+                "task": "paycollect.reconcile",
+                "schedule": crontab(hour=4, minute=0),
+                "kwargs": {"community_id": "c-2"},
+            },
+        }
+    )
+    assert beat_interval("paycollect.sweep_callbacks") == minutes(10)
+    assert beat_interval("paycollect.reconcile") == dt.timedelta(hours=1)  # the most frequent entry
+    assert late() == {SWEEP: False, RECONCILIATION: True}
+    schedule({})  # no entry names them: BEAT_SCHEDULE's intervals
+    assert (
+        beat_interval("paycollect.sweep_callbacks") == BEAT_SCHEDULE["paycollect-sweep-callbacks"]["schedule"]
+    )
+    assert late() == {SWEEP: True, RECONCILIATION: True}
+
+
+# --- every surface says so ---------------------------------------------------------------------------------
+
+
+def ids() -> list[str]:
+    return sorted(m.id for m in run_checks(databases=["default"]) if m.id == "paycollect.W007")
+
+
+def test_the_database_check_warns_once_per_late_job():
+    ran(SWEEP, minutes(1))
+    ran(RECONCILIATION, minutes(10))
+    assert ids() == []
+    HousekeepingRun.objects.update(last_run_at=timezone.now() - dt.timedelta(hours=2))
+    messages = [m for m in run_checks(databases=["default"]) if m.id == "paycollect.W007"]
+    assert len(messages) == 2
+    assert "The callback sweep last ran 2 h 0 min ago" in messages[0].msg
+    assert "paycollect_process_callbacks --stuck" in (messages[0].hint or "")
+    assert [m.id for m in run_checks(databases=[]) if m.id == "paycollect.W007"] == []  # a database check
+
+
+def staff(django_user_model: Any, *codenames: str, username: str = "staff") -> Any:
+    user = django_user_model.objects.create_user(username=username, password="pw", is_staff=True)
+    user.user_permissions.add(
+        *Permission.objects.filter(content_type__app_label="paycollect", codename__in=codenames)
+    )
+    return user
+
+
+def test_the_admin_index_warns_those_who_may_see_the_dashboard(client, django_user_model):
+    ran(SWEEP, dt.timedelta(hours=1))
+    ran(RECONCILIATION, minutes(5))
+    client.force_login(staff(django_user_model, "view_dashboard"))
+    page = client.get("/admin/").content.decode()
+    assert 'id="paycollect-late-jobs"' in page
+    assert 'data-job="sweep"' in page
+    assert "The callback sweep last ran 1 h 0 min ago, though it should run every 1 min" in page
+    assert 'data-job="reconciliation"' not in page
+    assert f'href="{DASHBOARD}#paycollect-housekeeping"' in page
+
+    client.force_login(staff(django_user_model, "view_transaction", username="clerk"))
+    assert "paycollect-late-jobs" not in client.get("/admin/").content.decode()
+    client.force_login(staff(django_user_model, "view_dashboard", username="other"))
+    HousekeepingRun.objects.update(last_run_at=timezone.now())
+    assert "paycollect-late-jobs" not in client.get("/admin/").content.decode()
+
+
+def test_the_dashboard_warns_and_says_when_each_job_last_ran(admin_client):
+    ran(SWEEP, dt.timedelta(seconds=20))
+    ran(RECONCILIATION, dt.timedelta(hours=3))
+    page = admin_client.get(DASHBOARD).content.decode()
+    warnings = page.split('id="paycollect-late-jobs"')[1].split("</ul>")[0]
+    assert 'data-job="reconciliation"' in warnings
+    assert "Reconciliation last ran 3 h 0 min ago, though it should run every 15 min" in warnings
+    assert 'data-job="sweep"' not in warnings
+    table = page.split('id="paycollect-housekeeping-table"')[1].split("</table>")[0]
+    assert "20.0 s ago" in table
+    assert "on time" in table
+    assert "late" in table
+
+
+def test_the_report_says_so_in_text_and_json():
+    ran(SWEEP, dt.timedelta(days=2))
+    out = io.StringIO()
+    call_command("paycollect_report", "--community", "c-1", stdout=out)
+    text = out.getvalue()
+    assert "Periodic jobs" in text
+    assert "LATE" in text
+    assert "Warning: The callback sweep last ran 2 d 0 h ago" in text
+    assert "not run yet" in text  # reconciliation: no row
+    out = io.StringIO()
+    call_command("paycollect_report", "--community", "c-1", "--json", stdout=out)
+    data = json.loads(out.getvalue())["housekeeping"]
+    assert data[SWEEP]["late"] is True
+    assert data[SWEEP]["interval_seconds"] == "60.000000"
+    assert data[SWEEP]["late_after_seconds"] == "180.000000"
+    assert data[RECONCILIATION] == {
+        "last_run_at": None,
+        "interval_seconds": "900.000000",
+        "late": False,
+        "late_after_seconds": "2700.000000",
+    }
+
+
+def test_record_run_is_the_one_writer(django_assert_num_queries):
+    with django_assert_num_queries(1):
+        services.record_run(SWEEP)
+    with django_assert_num_queries(1):
+        services.record_run(SWEEP)
+    assert HousekeepingRun.objects.count() == 1
+    assert "record_run" in (reconciliation.reconcile.__doc__ or "")
