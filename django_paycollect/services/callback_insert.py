@@ -159,8 +159,8 @@ def _claim_statement(connection: BaseDatabaseWrapper, timed: bool) -> str:
         uuid, claimed, not_found = (
             quote(str(_field(FetchMark, n).column)) for n in ("uuid", "claimed_at", "not_found_at")
         )
-        # The existing row's columns, named with the table (both databases read an unqualified name in
-        # DO UPDATE ... WHERE as the existing row's too; the name makes it plain).
+        # In DO UPDATE, the table's name is the row already there, EXCLUDED the one proposed. On a conflict,
+        # PostgreSQL locks that row and reads its latest version: of claims racing, one matches the WHERE.
         not_answered = f"({table}.{not_found} IS NULL OR {table}.{not_found} < %s)"
         due = f" AND ({table}.{claimed} IS NULL OR {table}.{claimed} <= %s)" if timed else ""
         _CLAIMS[key] = (

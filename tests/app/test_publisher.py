@@ -203,11 +203,12 @@ def not_eager() -> Iterator[None]:
     """Celery with a broker, as in production (the tests' app is eager)."""
     conf = tasks.process_callback.app.conf
     before = conf.task_always_eager
-    conf.task_always_eager = False
+    # Both spellings: Celery before 5.7 reads the project's CELERY_-prefixed setting before the plain key.
+    conf.task_always_eager = conf["CELERY_TASK_ALWAYS_EAGER"] = False
     try:
         yield
     finally:
-        conf.task_always_eager = before
+        conf.task_always_eager = conf["CELERY_TASK_ALWAYS_EAGER"] = before
 
 
 @committed
