@@ -160,6 +160,16 @@ def direct_order_states_in_upper_case(apps, schema_editor):
         orders.filter(state=state).update(state=state.upper())
 
 
+def watch_from_now(apps, schema_editor):
+    # From this upgrade on, a job that never runs is noticed: late once its intervals have passed since now.
+    HousekeepingRun = apps.get_model("paycollect", "HousekeepingRun")
+    now = django.utils.timezone.now()
+    for job in ("sweep", "reconciliation"):
+        HousekeepingRun.objects.using(schema_editor.connection.alias).get_or_create(
+            job=job, defaults={"watched_since": now}
+        )
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -1178,4 +1188,19 @@ class Migration(migrations.Migration):
             model_name='transaction',
             constraint=models.UniqueConstraint(fields=('uuid',), name='paycollect_txn_uuid'),
         ),
+        migrations.CreateModel(
+            name='HousekeepingRun',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('job', models.CharField(choices=[('sweep', 'callback sweep'), ('reconciliation', 'reconciliation')], max_length=32, verbose_name='job')),
+                ('last_run_at', models.DateTimeField(blank=True, null=True, verbose_name='last ran at')),
+                ('watched_since', models.DateTimeField(default=django.utils.timezone.now, verbose_name='watched since')),
+            ],
+            options={
+                'verbose_name': 'housekeeping run',
+                'verbose_name_plural': 'housekeeping runs',
+                'constraints': [models.UniqueConstraint(fields=('job',), name='paycollect_housekeepingrun_job')],
+            },
+        ),
+        migrations.RunPython(watch_from_now, migrations.RunPython.noop),
     ]

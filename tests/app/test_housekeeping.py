@@ -100,9 +100,10 @@ def test_the_migration_watches_both_jobs_from_the_upgrade():
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
 
-    state = MigrationExecutor(connection).loader.project_state(("paycollect", "0003_housekeepingrun"))
+    release = ("paycollect", "0002_callback_hints_and_service_id")
+    state = MigrationExecutor(connection).loader.project_state(release)
     model = state.apps.get_model("paycollect", "HousekeepingRun")
-    migration = MigrationExecutor(connection).loader.get_migration("paycollect", "0003_housekeepingrun")
+    migration = MigrationExecutor(connection).loader.get_migration(*release)
     [*_, seed] = migration.operations
     seed.code(state.apps, SimpleNamespace(connection=connection))  # it reads only the editor's connection
     rows = {row.job: row for row in model.objects.all()}
