@@ -8,63 +8,36 @@ even under ``ATOMIC_REQUESTS``), and the direct order add form does not go throu
 ``changeform_view``, which always runs in atomic.
 
 Money records are read-only here: they change only through the service layer.
+
+One module per page family registers its model admins (``transactions``, ``recurring``, ``direct_orders``,
+``communities``, ``records``, ``callbacks``, ``dashboard`` with its ``charts``); what they share is in
+``common``, ``changelists`` (pages that stay fast at millions of rows), ``filters`` and ``forms``. Importing
+this package registers them all; its names are the model admins, for a project that subclasses one.
 """
 
 from __future__ import annotations
 
 from django.contrib import admin as _admin
 
-# Each module registers its ModelAdmins; the names people import from here stay importable.
-from .callbacks import (
-    CallbackValidityFilter as CallbackValidityFilter,
-)
-from .callbacks import (
-    CallbackWaitingFilter as CallbackWaitingFilter,
-)
-from .callbacks import (
-    MalformedHintsFilter as MalformedHintsFilter,
-)
-from .callbacks import (
-    ReceivedCallbackAdmin as ReceivedCallbackAdmin,
-)
-from .common import (
-    DeferringChangeList as DeferringChangeList,
-)
-from .common import (
-    Outcomes as Outcomes,
-)
-from .common import (
-    PayCollectAdmin as PayCollectAdmin,
-)
-from .common import (
-    ReadOnlyInline as ReadOnlyInline,
-)
-from .common import (
-    displayable as displayable,
-)
-from .common import (
-    holding_of as holding_of,
-)
-from .common import (
-    json_display as json_display,
-)
-from .common import (
-    refund_refusal as refund_refusal,
-)
-from .communities import CommunityAdmin as CommunityAdmin
-from .direct_orders import DirectOrderAdmin as DirectOrderAdmin
-from .direct_orders import OrderTransactionInline as OrderTransactionInline
-from .records import ApiCallAdmin as ApiCallAdmin
-from .records import RefundAdmin as RefundAdmin
-from .records import StatisticsSnapshotAdmin as StatisticsSnapshotAdmin
-from .recurring import ChargeInline as ChargeInline
-from .recurring import RecurringSeriesAdmin as RecurringSeriesAdmin
-from .recurring import cancel_refusal as cancel_refusal
-from .recurring import cancel_series as cancel_series
-from .recurring import confirm_cancel_recurring as confirm_cancel_recurring
-from .transactions import RefundInline as RefundInline
-from .transactions import TransactionAdmin as TransactionAdmin
-from .transactions import TransactionStatusChangeInline as TransactionStatusChangeInline
+from .callbacks import ReceivedCallbackAdmin
+from .communities import CommunityAdmin
+from .dashboard import DashboardAdmin
+from .direct_orders import DirectOrderAdmin
+from .records import ApiCallAdmin, RefundAdmin, StatisticsSnapshotAdmin
+from .recurring import RecurringSeriesAdmin
+from .transactions import TransactionAdmin
+
+__all__ = [
+    "ApiCallAdmin",
+    "CommunityAdmin",
+    "DashboardAdmin",
+    "DirectOrderAdmin",
+    "ReceivedCallbackAdmin",
+    "RecurringSeriesAdmin",
+    "RefundAdmin",
+    "StatisticsSnapshotAdmin",
+    "TransactionAdmin",
+]
 
 # The admin index warns when the sweep or reconciliation is late (a stopped beat is otherwise silent), unless
 # the project set an index template of its own (which can add {% paycollect_late_jobs %}).

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.utils import flatten_fieldsets
@@ -19,73 +18,33 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services, tasks
-from ..changelists import CallbackTokenFilter, ClaimedStatusFilter
 from ..client.money import loads_json, too_deep
 from ..models import (
     ReceivedCallback,
     json_safe,
 )
 from .common import (
-    PRETTY_BODY_CHARS,
     Outcomes,
     PayCollectAdmin,
-    _change_url,
-    _link,
-    _listed,
-    _pretty_json,
+    change_url,
     displayable,
     json_display,
+    link,
+    listed,
+    pretty_json,
+)
+from .filters import (
+    CallbackTokenFilter,
+    CallbackValidityFilter,
+    CallbackWaitingFilter,
+    ClaimedStatusFilter,
+    MalformedHintsFilter,
 )
 
+#: Stored callback bodies longer than this are shown as they arrived, not re-indented.
+PRETTY_BODY_CHARS = 32 * 1024
+
 # --- received callbacks --------------------------------------------------------------------------------
-
-
-class CallbackWaitingFilter(admin.SimpleListFilter):
-    title = _("waiting for verification")
-    parameter_name = "waiting"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
-        return [
-            ("stuck", _("Stuck (received, or overdue by CALLBACK_REQUEUE_AFTER)")),
-            ("yes", _("Waiting (received or queued)")),
-        ]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        if self.value() == "stuck":
-            return queryset.filter(services.stuck_filter())
-        if self.value() == "yes":
-            return queryset.filter(state__in=ReceivedCallback.WAITING_STATES)
-        return queryset
-
-
-class CallbackValidityFilter(admin.SimpleListFilter):
-    title = _("valid")
-    parameter_name = "valid"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
-        return [("yes", _("Yes")), ("no", _("No (refused as invalid)"))]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        if self.value() == "yes":
-            return queryset.exclude(state=ReceivedCallback.INVALID)
-        if self.value() == "no":
-            return queryset.filter(state=ReceivedCallback.INVALID)
-        return queryset
-
-
-class MalformedHintsFilter(admin.SimpleListFilter):
-    title = _("malformed hints")
-    parameter_name = "malformed_hints"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
-        return [("yes", _("Yes (stored as not sent)")), ("no", _("No"))]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        if self.value() == "yes":
-            return queryset.exclude(hint_errors={})
-        if self.value() == "no":
-            return queryset.filter(hint_errors={})
-        return queryset
 
 
 @admin.register(ReceivedCallback)
@@ -195,14 +154,14 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
 
     @admin.display(description=_("transaction"))
     def transaction_link(self, obj: ReceivedCallback) -> SafeString | str:
-        return _link(_change_url(obj.transaction), obj.transaction) if obj.transaction else "—"
+        return link(change_url(obj.transaction), obj.transaction) if obj.transaction else "—"
 
     @admin.display(description=_("duplicate of"))
     def duplicate_of_link(self, obj: ReceivedCallback) -> SafeString | str:
         if obj.duplicate_of_id is None:
             return "—"
         url = reverse("admin:paycollect_receivedcallback_change", args=[obj.duplicate_of_id])
-        return _link(url, gettext("callback #%(pk)s") % {"pk": obj.duplicate_of_id})
+        return link(url, gettext("callback #%(pk)s") % {"pk": obj.duplicate_of_id})
 
     headers_display = json_display("headers", _("headers"))
 
@@ -218,7 +177,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
             document = loads_json(obj.body)
             if too_deep(document):
                 return as_sent
-            return _pretty_json(json_safe(document))
+            return pretty_json(json_safe(document))
         except (ValueError, TypeError, RecursionError):
             return as_sent
 
@@ -271,6 +230,6 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
                 queued.append(label)
         if queued:
             outcomes.notes.append(
-                gettext("Reprocess: queued for verification: %(which)s.") % {"which": _listed(queued)}
+                gettext("Reprocess: queued for verification: %(which)s.") % {"which": listed(queued)}
             )
         outcomes.report(request)

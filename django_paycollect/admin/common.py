@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit
 
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
@@ -19,17 +17,12 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext, ngettext
 
-from ..changelists import CappedCountPaginator, ScalableChangeList, exact_search
 from ..exceptions import ServiceLayerError, ServiceUnavailable
-from ..models import (
-    ZERO,
-    Transaction,
-)
+from .changelists import CappedCountPaginator, ScalableChangeList, exact_search
 
 if TYPE_CHECKING:
     from django.contrib.admin import ModelAdmin as ModelAdmin
     from django.contrib.admin import TabularInline as TabularInline
-    from django_stubs_ext import StrOrPromise
 else:
     # django-stubs declares these generic; Django's own classes cannot be subscripted at run time.
     class ModelAdmin(admin.ModelAdmin):
@@ -43,12 +36,8 @@ else:
 
 _M = TypeVar("_M", bound=Model)
 
-#: How many transactions one refund page handles (one amount field each).
-REFUND_PAGE_LIMIT = 50
 #: How many objects one message names.
 LISTED_ITEMS = 20
-#: Stored callback bodies longer than this are shown as they arrived, not re-indented.
-PRETTY_BODY_CHARS = 32 * 1024
 #: Identifiers and amounts kept whole in a right-to-left admin (an Arabic one).
 ADMIN_CSS = "paycollect/admin.css"
 
@@ -81,7 +70,7 @@ class Outcomes:
                     "%(title)s: %(count)d succeeded (%(which)s).",
                     count,
                 )
-                % {"title": self.title, "count": count, "which": _listed(self.succeeded)},
+                % {"title": self.title, "count": count, "which": listed(self.succeeded)},
             )
         if self.unknown:
             count = len(self.unknown)
@@ -94,38 +83,33 @@ class Outcomes:
                     "reconciliation will fetch the truth): %(which)s.",
                     count,
                 )
-                % {"title": self.title, "count": count, "which": _listed(self.unknown)},
+                % {"title": self.title, "count": count, "which": listed(self.unknown)},
             )
         for note in self.notes:
             messages.warning(request, note)
         if self.failed:
             count = len(self.failed)
-            listed = _listed([f"{label}: {why}" for label, why in self.failed], separator="; ")
+            which = listed([f"{label}: {why}" for label, why in self.failed], separator="; ")
             messages.error(
                 request,
                 ngettext(
                     "%(title)s: %(count)d failed. %(which)s", "%(title)s: %(count)d failed. %(which)s", count
                 )
-                % {"title": self.title, "count": count, "which": listed},
+                % {"title": self.title, "count": count, "which": which},
             )
 
 
-def _listed(items: Sequence[str], separator: str = ", ") -> str:
+def listed(items: Sequence[str], separator: str = ", ") -> str:
+    """``items`` for a message: the first ``LISTED_ITEMS``, then how many more."""
     text = separator.join(items[:LISTED_ITEMS])
     if len(items) > LISTED_ITEMS:
         text += " " + gettext("(and %(more)d more)") % {"more": len(items) - LISTED_ITEMS}
     return text
 
 
-def _link(url: str, text: Any) -> SafeString:
+def link(url: str, text: Any) -> SafeString:
+    """A link within the admin."""
     return format_html('<a href="{}">{}</a>', url, text)
-
-
-def _external_link(url: str) -> SafeString | str:
-    # The link comes from the service: only http(s) becomes clickable, so no javascript: URL runs here.
-    if urlsplit(url).scheme not in ("http", "https"):
-        return url
-    return format_html('<a href="{}" target="_blank" rel="noopener noreferrer">{}</a>', url, url)
 
 
 def displayable(text: str) -> str:
@@ -134,7 +118,8 @@ def displayable(text: str) -> str:
     return text.encode("utf-8", errors="backslashreplace").decode("utf-8")
 
 
-def _pretty_json(value: Any) -> SafeString:
+def pretty_json(value: Any) -> SafeString:
+    """A JSON value indented in a ``<pre>``, or a dash for an empty one."""
     if value in (None, "", [], {}):
         return format_html("{}", "—")
     text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
@@ -146,34 +131,15 @@ def json_display(field: str, description: Any) -> Callable[[Any, Any], SafeStrin
 
     @admin.display(description=description)
     def display(model_admin: Any, obj: Any) -> SafeString:
-        return _pretty_json(getattr(obj, field))
+        return pretty_json(getattr(obj, field))
 
     return display
 
 
-def _change_url(obj: Model) -> str:
+def change_url(obj: Model) -> str:
+    """The admin's page of ``obj``."""
     opts = obj._meta
     return reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
-
-
-def holding_of(txn: Transaction) -> Decimal:
-    """Refunds pending or of unknown outcome (needs ``Transaction.objects.with_refundable()``)."""
-    # Quantized: SQLite hands sums back as 5 rather than 5.00, and the amounts are compared as text.
-    holding: Decimal = getattr(txn, "holding", None) or ZERO
-    return Decimal(holding).quantize(ZERO)
-
-
-def refund_refusal(txn: Transaction) -> StrOrPromise | None:
-    """Why the refund page offers no amount for ``txn`` (the service would refuse it), or None."""
-    refusal = txn.refund_refusal()
-    return refusal[1] if refusal is not None else None
-
-
-# --- shared pieces ---------------------------------------------------------------------------------
-
-
-#: The changelist of every model admin of the app (its former name).
-DeferringChangeList = ScalableChangeList
 
 
 class PayCollectAdmin(ModelAdmin[_M]):

@@ -1,4 +1,4 @@
-"""Communities (their keys are stored encrypted), and the dashboard's place in the index."""
+"""Communities (their keys are stored encrypted)."""
 
 from __future__ import annotations
 
@@ -9,25 +9,14 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
-from ..dashboard import DashboardAdmin
 from ..exceptions import ServiceLayerError
-from ..forms import CommunityForm, stored_secret_text
-from ..models import (
-    Community,
-    Dashboard,
-)
+from ..models import Community
 from .common import (
     ADMIN_CSS,
     ModelAdmin,
     Outcomes,
 )
-
-# --- the dashboard (its own module; listed in the app's section of the index) -----------------------
-
-admin.site.register(Dashboard, DashboardAdmin)
-
-
-# --- communities ---------------------------------------------------------------------------------
+from .forms import CommunityForm, stored_secret_text
 
 
 @admin.register(Community)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
@@ -19,9 +20,8 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
-from ..changelists import CommunityFilter
 from ..exceptions import PaymentRefused, ServiceLayerError
-from ..forms import DirectOrderForm, refusal_errors
+from ..forms import refusal_errors
 from ..models import (
     DirectOrder,
     Transaction,
@@ -29,10 +29,19 @@ from ..models import (
 from .common import (
     PayCollectAdmin,
     ReadOnlyInline,
-    _change_url,
-    _external_link,
+    change_url,
     json_display,
 )
+from .filters import CommunityFilter
+from .forms import DirectOrderForm
+
+
+def external_link(url: str) -> SafeString | str:
+    """A link the service gave: only http(s) becomes clickable, so no javascript: URL runs here."""
+    if urlsplit(url).scheme not in ("http", "https"):
+        return url
+    return format_html('<a href="{}" target="_blank" rel="noopener noreferrer">{}</a>', url, url)
+
 
 # --- direct orders ---------------------------------------------------------------------------------
 
@@ -145,7 +154,7 @@ class DirectOrderAdmin(PayCollectAdmin[DirectOrder]):
 
     @admin.display(description=_("payment link"))
     def payment_link_display(self, obj: DirectOrder) -> SafeString | str:
-        return _external_link(obj.payment_link) if obj.payment_link else "—"
+        return external_link(obj.payment_link) if obj.payment_link else "—"
 
     custom_fields_display = json_display("custom_fields", _("custom field definitions"))
 
@@ -180,7 +189,7 @@ class DirectOrderAdmin(PayCollectAdmin[DirectOrder]):
                 format_html(
                     "{} {}",
                     gettext("Direct order created on the service. Payment link:"),
-                    _external_link(order.payment_link),
+                    external_link(order.payment_link),
                 ),
             )
         else:
@@ -191,7 +200,7 @@ class DirectOrderAdmin(PayCollectAdmin[DirectOrder]):
                     "its outcome unknown; check the service's dashboard before creating it again."
                 ),
             )
-        return HttpResponseRedirect(_change_url(order))
+        return HttpResponseRedirect(change_url(order))
 
     def _render_add_form(
         self, request: HttpRequest, form: Form, form_url: str, extra_context: dict[str, Any] | None

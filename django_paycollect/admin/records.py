@@ -11,8 +11,6 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
-from ..changelists import CommunityFilter, ErrorClassFilter, OperationFilter
-from ..dashboard import RefundCommunityListFilter
 from ..exceptions import ServiceLayerError
 from ..models import (
     ApiCall,
@@ -22,10 +20,11 @@ from ..models import (
 from .common import (
     Outcomes,
     PayCollectAdmin,
-    _change_url,
-    _link,
+    change_url,
     json_display,
+    link,
 )
+from .filters import CommunityFilter, ErrorClassFilter, OperationFilter, RefundCommunityFilter
 
 # --- records: API calls, refunds, statistics ----------------------------------------------------------
 
@@ -110,14 +109,14 @@ class ApiCallAdmin(PayCollectAdmin[ApiCall]):
         related = [r for r in (obj.transaction, obj.direct_order, obj.refund, obj.series) if r is not None]
         if not related:
             return "—"
-        return format_html_join(", ", '<a href="{}">{}</a>', ((_change_url(r), r) for r in related))
+        return format_html_join(", ", '<a href="{}">{}</a>', ((change_url(r), r) for r in related))
 
 
 @admin.register(Refund)
 class RefundAdmin(PayCollectAdmin[Refund]):
     list_display = ("created_at", "transaction", "amount", "state", "requested_by", "completed_at", "error")
     list_select_related = ("transaction", "requested_by")
-    list_filter = ("state", RefundCommunityListFilter, ("created_at", admin.DateFieldListFilter))
+    list_filter = ("state", RefundCommunityFilter, ("created_at", admin.DateFieldListFilter))
     sortable_by = ("created_at",)
     search_fields = ("=transaction__uuid",)
     search_help_text = _("An exact transaction uuid.")
@@ -135,7 +134,7 @@ class RefundAdmin(PayCollectAdmin[Refund]):
 
     @admin.display(description=_("transaction"))
     def transaction_link(self, obj: Refund) -> SafeString:
-        return _link(_change_url(obj.transaction), obj.transaction)
+        return link(change_url(obj.transaction), obj.transaction)
 
     # --- settling by hand what fetching cannot tell (the spec's transaction shows no refunds)
 

@@ -16,25 +16,24 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
-from ..changelists import CommunityFilter
 from ..exceptions import ServiceLayerError
 from ..models import (
     RecurringSeries,
     Transaction,
 )
 from ..models.orders import RecurringSeriesQuerySet
-
-if TYPE_CHECKING:
-    from django_stubs_ext import StrOrPromise
-
 from .common import (
     Outcomes,
     PayCollectAdmin,
     ReadOnlyInline,
-    _change_url,
-    _link,
+    change_url,
     json_display,
+    link,
 )
+from .filters import CommunityFilter
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 
 def cancel_refusal(series: RecurringSeries) -> StrOrPromise | None:
@@ -74,7 +73,7 @@ def confirm_cancel_recurring(
             "series": one,
             "renewals": shown[one.pk].renewal_count if one.pk in shown else one.renewal_count,
             "parent": parents.get(one.parent_uuid),
-            "url": _change_url(one),
+            "url": change_url(one),
             "refusal": cancel_refusal(one),
         }
         for one in series
@@ -184,7 +183,7 @@ class RecurringSeriesAdmin(PayCollectAdmin[RecurringSeries]):
     def parent_transaction_link(self, obj: RecurringSeries) -> SafeString | str:
         if obj.parent_transaction_id is None:
             return obj.parent_uuid
-        return _link(
+        return link(
             reverse("admin:paycollect_transaction_change", args=[obj.parent_transaction_id]), obj.parent_uuid
         )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from django.contrib import admin, messages
@@ -19,10 +20,7 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
-from ..changelists import CommunityFilter, exact_search
-from ..dashboard import CurrencyListFilter
 from ..exceptions import ServiceLayerError
-from ..forms import RefundForm
 from ..models import (
     ZERO,
     RecurringSeries,
@@ -30,19 +28,39 @@ from ..models import (
     Transaction,
     TransactionStatusChange,
 )
+from .changelists import exact_search
 from .common import (
-    REFUND_PAGE_LIMIT,
     Outcomes,
     PayCollectAdmin,
     ReadOnlyInline,
-    _link,
-    holding_of,
     json_display,
-    refund_refusal,
+    link,
 )
+from .filters import CommunityFilter, CurrencyFilter
+from .forms import RefundForm
 from .recurring import (
     confirm_cancel_recurring,
 )
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
+
+#: How many transactions one refund page handles (one amount field each).
+REFUND_PAGE_LIMIT = 50
+
+
+def holding_of(txn: Transaction) -> Decimal:
+    """Refunds pending or of unknown outcome (needs ``Transaction.objects.with_refundable()``)."""
+    # Quantized: SQLite hands sums back as 5 rather than 5.00, and the amounts are compared as text.
+    holding: Decimal = getattr(txn, "holding", None) or ZERO
+    return Decimal(holding).quantize(ZERO)
+
+
+def refund_refusal(txn: Transaction) -> StrOrPromise | None:
+    """Why the refund page offers no amount for ``txn`` (the service would refuse it), or None."""
+    refusal = txn.refund_refusal()
+    return refusal[1] if refusal is not None else None
+
 
 # --- transactions ------------------------------------------------------------------------------------
 
@@ -89,7 +107,7 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
     list_filter = (
         "status",
         CommunityFilter,
-        CurrencyListFilter,
+        CurrencyFilter,
         ("created_at", admin.DateFieldListFilter),
         "outcome_unknown",
         "amount_mismatch",
@@ -223,7 +241,7 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
         if obj.direct_order_id is None:
             return "—"
         url = reverse("admin:paycollect_directorder_change", args=[obj.direct_order_id])
-        return _link(url, gettext("direct order #%(pk)s") % {"pk": obj.direct_order_id})
+        return link(url, gettext("direct order #%(pk)s") % {"pk": obj.direct_order_id})
 
     @admin.display(description=_("recurring series"))
     def series_link(self, obj: Transaction) -> SafeString | str:
@@ -234,7 +252,7 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
             )
         if series_id is None:
             return "—"
-        return _link(reverse("admin:paycollect_recurringseries_change", args=[series_id]), gettext("series"))
+        return link(reverse("admin:paycollect_recurringseries_change", args=[series_id]), gettext("series"))
 
     @admin.display(description=_("API calls"))
     def api_calls_link(self, obj: Transaction) -> SafeString:
@@ -244,7 +262,7 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
             + "?"
             + urlencode({"transaction__id__exact": obj.pk})
         )
-        return _link(url, ngettext("%(count)d call", "%(count)d calls", count) % {"count": count})
+        return link(url, ngettext("%(count)d call", "%(count)d calls", count) % {"count": count})
 
     raw_display = json_display("raw", _("last fetched object"))
 

@@ -12,7 +12,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from django_paycollect import changelists
+from django_paycollect.admin import changelists
 from django_paycollect.models import ApiCall, ReceivedCallback
 from tests.app.test_admin import local_transaction, make_records, url
 

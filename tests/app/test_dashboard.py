@@ -26,7 +26,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone, translation
 
-from django_paycollect import charts, reconciliation, reporting
+from django_paycollect import reconciliation, reporting
+from django_paycollect.admin import charts
 from django_paycollect.models import (
     Community,
     DirectOrder,

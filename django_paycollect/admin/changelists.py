@@ -5,7 +5,7 @@ Every page of the app's admin costs about the same at ten thousand rows and at a
 - counts are capped (:class:`CappedCountPaginator`): ``COUNT(*)`` over at most ``count_limit + 1`` rows,
   shown as "more than 10,000", rather than a count of the whole table on every load;
 - list filters list fixed choices (the spec's statuses, the client's operations and error classes, the
-  communities known here), never a ``SELECT DISTINCT`` over the table;
+  communities known here), never a ``SELECT DISTINCT`` over the table (see ``filters``);
 - searches are exact matches on indexed identifiers (a uuid in any spelling is made canonical first); a
   related identifier (``transaction__uuid``) is resolved to primary keys first, so the search is an index
   lookup on this table rather than a join of two full scans;
@@ -19,17 +19,12 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
-from django.contrib import admin
 from django.contrib.admin.views.main import ChangeList
 from django.core.paginator import Paginator
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
-from django.utils.translation import gettext_lazy as _
 
-from .client import OPERATIONS, errors
-from .conf import paycollect_settings
-from .ids import canonical_uuid, looks_like_uuid
-from .models import ApiCall, Transaction
+from ..ids import canonical_uuid, looks_like_uuid
 
 #: Rows a changelist counts at most; past it the page says "more than" this number.
 COUNT_LIMIT = 10_000
@@ -101,112 +96,3 @@ def exact_search(
     if not matches:
         return queryset.none()
     return queryset.filter(matches)
-
-
-# --- list filters from fixed choices -------------------------------------------------------------------
-
-
-class FixedChoicesFilter(admin.SimpleListFilter):
-    """A filter on ``field`` whose choices are known without reading the table; "other" (when offered)
-    is every value not among them."""
-
-    field = ""
-    offer_other = False
-
-    def choices_of(self, request: HttpRequest) -> list[tuple[str, Any]]:
-        raise NotImplementedError
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
-        choices = self.choices_of(request)
-        return [*choices, ("__other__", _("Other"))] if self.offer_other else choices
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        value = self.value()
-        if not value:
-            return queryset
-        if value == "__other__":
-            return queryset.exclude(
-                **{f"{self.field}__in": [key for key, _label in self.choices_of(request)]}
-            )
-        return queryset.filter(**{self.field: value})
-
-
-class CommunityFilter(FixedChoicesFilter):
-    """By community: the settings' community and every Community row (no DISTINCT over the table)."""
-
-    title = _("community")
-    parameter_name = "community_id__exact"
-    field = "community_id"
-    offer_other = True
-
-    def choices_of(self, request: HttpRequest) -> list[tuple[str, Any]]:
-        from .forms import community_choices
-
-        return community_choices(with_key_only=False)
-
-
-class OperationFilter(FixedChoicesFilter):
-    """By operation: the client's ten operations, in words."""
-
-    title = _("operation")
-    parameter_name = "operation__exact"
-    field = "operation"
-    offer_other = True
-
-    def choices_of(self, request: HttpRequest) -> list[tuple[str, Any]]:
-        return [(name, ApiCall.OPERATION_LABELS.get(name, name)) for name in OPERATIONS]
-
-
-def _error_classes() -> list[str]:
-    found: list[str] = []
-    pending: list[type] = [errors.PayCollectError]
-    while pending:
-        cls = pending.pop(0)
-        found.append(cls.__name__)
-        pending.extend(cls.__subclasses__())
-    return sorted(set(found))
-
-
-class ErrorClassFilter(FixedChoicesFilter):
-    """By error class: the client's error classes ("other": anything else, such as a decryption error)."""
-
-    title = _("error class")
-    parameter_name = "error_class__exact"
-    field = "error_class"
-    offer_other = True
-
-    def choices_of(self, request: HttpRequest) -> list[tuple[str, Any]]:
-        return [("", _("None (succeeded)")), *((name, name) for name in _error_classes())]
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
-        # "" cannot be a filter value (it means "all"): "none" stands for it.
-        return [("none" if key == "" else key, label) for key, label in super().lookups(request, model_admin)]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        if self.value() == "none":
-            return queryset.filter(error_class="")
-        return super().queryset(request, queryset)
-
-
-class ClaimedStatusFilter(FixedChoicesFilter):
-    """By the status a callback claimed: the spec's statuses, and "other" for anything else."""
-
-    title = _("claimed status")
-    parameter_name = "claimed_status__exact"
-    field = "claimed_status"
-    offer_other = True
-
-    def choices_of(self, request: HttpRequest) -> list[tuple[str, Any]]:
-        return [(status, status) for status in Transaction.KNOWN_SERVICE_STATUSES]
-
-
-class CallbackTokenFilter(FixedChoicesFilter):
-    """By which of ``CALLBACK_TOKENS`` a callback carried (its position, never the token)."""
-
-    title = _("callback token")
-    parameter_name = "token_index__exact"
-    field = "token_index"
-
-    def choices_of(self, request: HttpRequest) -> list[tuple[str, Any]]:
-        tokens = paycollect_settings.CALLBACK_TOKENS or []
-        return [(str(index), _("token #%(n)d") % {"n": index + 1}) for index in range(len(tokens))]

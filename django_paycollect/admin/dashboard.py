@@ -2,43 +2,32 @@
 
 It is the changelist of :class:`~django_paycollect.models.Dashboard` (a model without a table), so it is
 listed in the app's section of the admin index for users holding ``paycollect.view_dashboard`` and for
-nobody else. The figures come from ``reporting.report``; the charts from :mod:`django_paycollect.charts`.
-Also here: the list filters the dashboard's links need.
+nobody else. The figures come from ``reporting.report``; the charts from :mod:`.charts`; its links open
+the changelists with the parameters of :mod:`.filters`.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlencode
 
-from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, URLPattern, path, reverse
 from django.utils import timezone
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from . import charts, reporting, services
-from .client import CURRENCIES
-from .conf import paycollect_settings
-from .exceptions import ServiceLayerError
-from .forms import community_choices
-from .models import Dashboard, ReceivedCallback, Transaction
-
-if TYPE_CHECKING:
-    from django.contrib.admin import ModelAdmin
-else:
-
-    class ModelAdmin(admin.ModelAdmin):
-        def __class_getitem__(cls, _item: Any) -> type:
-            return cls
-
+from .. import reporting, services
+from ..exceptions import ServiceLayerError
+from ..models import Dashboard, ReceivedCallback, Transaction
+from . import charts
+from .common import ModelAdmin
+from .forms import DashboardForm
 
 PERMISSION = "paycollect.view_dashboard"
 #: Status names short enough for a chart's row labels (the tables use the models' longer labels).
@@ -52,42 +41,7 @@ SHORT_STATUS_LABELS: dict[str, Any] = {
 }
 
 
-def currency_choices() -> list[tuple[str, str]]:
-    default = str(paycollect_settings.DEFAULT_CURRENCY)
-    codes = [default, *(code for code in CURRENCIES if code != default)]
-    return [(code, code) for code in codes]
-
-
-class DashboardForm(forms.Form):
-    """What the dashboard shows: a community, a currency and a period (a GET form: links can be shared)."""
-
-    community = forms.ChoiceField(label=_("Community"))
-    currency = forms.ChoiceField(label=_("Currency"))
-    days = forms.TypedChoiceField(
-        label=_("Period"),
-        coerce=int,
-        choices=lambda: [
-            (days, ngettext("last %(days)d day", "last %(days)d days", days) % {"days": days})
-            for days in reporting.PERIODS
-        ],  # worded when shown, in the language of the request
-    )
-
-    def __init__(self, data: Any = None) -> None:
-        communities = community_choices(with_key_only=False)
-        currencies = currency_choices()
-        initial = {
-            "community": communities[0][0] if communities else "",
-            "currency": currencies[0][0],
-            "days": reporting.DEFAULT_PERIOD,
-        }
-        # Whatever is missing from the query string takes its default.
-        super().__init__({**initial, **(data.dict() if data is not None else {})}, initial=initial)
-        for name, choices in (("community", communities), ("currency", currencies)):
-            field = self.fields[name]
-            assert isinstance(field, forms.ChoiceField)
-            field.choices = choices
-
-
+@admin.register(Dashboard)
 class DashboardAdmin(ModelAdmin[Dashboard]):
     """Only a page: nothing to add, change or delete, and no list of rows."""
 
@@ -308,34 +262,3 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
                 request, "paycollect.statisticssnapshot", {"community_id__exact": found.community_id}
             ),
         }
-
-
-# --- list filters the dashboard's links use -------------------------------------------------------------
-
-
-class CurrencyListFilter(admin.SimpleListFilter):
-    """By currency, from the spec's list: no query over the table to list them."""
-
-    title = _("currency")
-    parameter_name = "currency"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return currency_choices()
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        value = self.value()
-        return queryset.filter(currency=value) if value else queryset
-
-
-class RefundCommunityListFilter(admin.SimpleListFilter):
-    """Refunds by their transaction's community (the communities known here: no DISTINCT over the table)."""
-
-    title = _("community")
-    parameter_name = "community"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return community_choices(with_key_only=False)
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        value = self.value()
-        return queryset.filter(transaction__community_id=value) if value else queryset

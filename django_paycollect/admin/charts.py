@@ -16,7 +16,7 @@ from decimal import ROUND_CEILING, Decimal
 from django.utils.formats import date_format, number_format
 from django.utils.translation import gettext as _
 
-from .reporting import Day
+from ..reporting import Day
 
 _TENTH = Decimal("0.1")
 #: Steps between grid lines: 1, 2 or 5 times a power of ten.
