@@ -13,7 +13,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.core.handlers.base import BaseHandler
+from django.db import connection, connections
 
 from django_paycollect import services, signals
 from django_paycollect.models import RecurringSeries, Transaction
@@ -120,3 +121,15 @@ def signal_log() -> Iterator[SignalLog]:
     yield log
     for signal, receiver in receivers:
         signal.disconnect(receiver)
+
+
+@pytest.fixture
+def atomic_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ATOMIC_REQUESTS on, as many merchants run: every view not marked non-atomic runs in atomic."""
+    monkeypatch.setitem(connections.settings["default"], "ATOMIC_REQUESTS", True)
+
+    def view(request: Any) -> None:
+        return None
+
+    # The switch works: an unmarked view would now be wrapped in atomic.
+    assert BaseHandler().make_view_atomic(view) is not view

@@ -44,6 +44,7 @@ from django_paycollect.models import (
     TransactionStatusChange,
 )
 from tests.catalogues import msgids, pieces_of
+from tests.support.admin import url
 
 CATALOGUE = Path(django_paycollect.__file__).parent / "locale" / "ar" / "LC_MESSAGES" / "django.po"
 #: What is not a word's edge: a msgid inside an identifier (``pay_using``, ``/payments/pay/``) is no message.
@@ -372,10 +373,6 @@ def populated(admin_user: Any) -> dict[str, Any]:
         "order": order,
         "processed": processed,
     }
-
-
-def url(model: str, view: str = "changelist", *args: Any) -> str:
-    return reverse(f"admin:paycollect_{model}_{view}", args=args)
 
 
 def registered() -> list[type]:

@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from django_paycollect.admin import changelists
 from django_paycollect.models import ApiCall, ReceivedCallback
-from tests.app.test_admin import local_transaction, make_records, url
+from tests.support.admin import local_transaction, make_records, url
 
 CHANGELISTS = [
     "transaction",

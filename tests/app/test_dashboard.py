@@ -38,6 +38,7 @@ from django_paycollect.models import (
     Transaction,
     TransactionStatusChange,
 )
+from tests.support.admin import staff
 
 UTC = dt.UTC
 #: "Now" in every test of the prepared ledger: Sunday 15 March 2026, 12:00 in Cairo.
@@ -424,14 +425,6 @@ def test_the_number_of_queries_does_not_depend_on_the_rows(cairo, admin_client, 
 
 
 # --- the admin page ----------------------------------------------------------------------------------------
-
-
-def staff(django_user_model, *codenames, username="staff"):
-    user = django_user_model.objects.create_user(username=username, password="pw", is_staff=True)
-    user.user_permissions.add(
-        *Permission.objects.filter(content_type__app_label="paycollect", codename__in=codenames)
-    )
-    return user
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from celery import current_app
 from celery.schedules import crontab
-from django.contrib.auth.models import Permission
 from django.core.checks import run_checks
 from django.core.management import call_command
 from django.utils import timezone
@@ -22,6 +21,7 @@ from django.utils import timezone
 from django_paycollect import reconciliation, reporting, services, tasks
 from django_paycollect.models import HousekeepingRun
 from django_paycollect.schedules import BEAT_SCHEDULE, beat_interval
+from tests.support.admin import staff
 
 pytestmark = pytest.mark.django_db
 
@@ -176,14 +176,6 @@ def test_the_database_check_warns_once_per_late_job():
     assert "The callback sweep last ran 2 h 0 min ago" in messages[0].msg
     assert "paycollect_process_callbacks --stuck" in (messages[0].hint or "")
     assert [m.id for m in run_checks(databases=[]) if m.id == "paycollect.W007"] == []  # a database check
-
-
-def staff(django_user_model: Any, *codenames: str, username: str = "staff") -> Any:
-    user = django_user_model.objects.create_user(username=username, password="pw", is_staff=True)
-    user.user_permissions.add(
-        *Permission.objects.filter(content_type__app_label="paycollect", codename__in=codenames)
-    )
-    return user
 
 
 def test_the_admin_index_warns_those_who_may_see_the_dashboard(client, django_user_model):
