@@ -1,22 +1,27 @@
-"""The service layer's error contract, and the other exceptions of the Django side.
+r"""The service layer's error contract, and the other exceptions of the Django side.
 
 Every operation of :mod:`django_paycollect.services` that does not do what it was asked raises a
-:class:`ServiceLayerError`, one of four, each with a stable :attr:`~ServiceLayerError.error_code`:
+:class:`ServiceLayerError`, one of four siblings, each with a stable :attr:`~ServiceLayerError.error_code`:
 
-* :class:`PaymentRefused` (``refused``): refused, by our own checks before anything was stored or sent, or
-  by the service's answer; ``message_dict`` names the fields. :class:`NotFound` (``not_found``) is the
-  service saying it does not know the transaction or promocode asked for. :class:`StateConflict`
-  (``conflict``) is our refusal because of the row's state, not the input's shape (a refund over what is
-  still refundable, a capture of an unpaid transaction, a series already cancelled).
+* :class:`PaymentRefused` (``refused``): the input was refused, by our own checks before anything was stored
+  or sent, or by the service's answer; ``message_dict`` names the fields.
+* :class:`StateConflict` (``conflict``): our checks refused it because of the state of what it acts on, not
+  the input's shape (a refund over what is still refundable, a capture of an unpaid transaction, a series
+  already cancelled); ``message_dict`` names the fields. Nothing was stored or sent.
+* :class:`NotFound` (``not_found``): the service does not know the transaction or promocode asked for.
 * :class:`ServiceUnavailable` (``service_unavailable``): the service could not be asked (the request never
-  left this machine), or gave no usable answer to a read. Nothing changed at the service: try again later.
-* :class:`PayCollectConfigurationError` (``configuration``): our configuration is missing or wrong (settings,
-  a stored key that cannot be decrypted, credentials the service refuses).
+  left this machine), or gave no usable answer to a read (an answer that is not what the spec says
+  included). Nothing changed at the service: try again later.
 
-They subclass Django's own where one fits, so Django does the right thing with them: a refusal is a
-``ValidationError`` naming the field, a configuration error is ``ImproperlyConfigured``. A state-changing
-operation that was sent returns its row instead, whose state says succeeded or unknown; when the service
-refused it, or it never left, the row it left (in its failed state) is the exception's :attr:`record`.
+The two that name fields are Django ``ValidationError``\ s, so a form shows them on their fields. A
+state-changing operation that was sent returns its row instead, whose state says succeeded or unknown; when
+the service refused it, or it never left, the row it left (in its failed state) is the exception's
+:attr:`record`.
+
+:class:`PayCollectConfigurationError` is outside the contract, on purpose: our configuration is missing or
+wrong (settings, a stored key that cannot be decrypted, credentials the service refuses). It is Django's
+``ImproperlyConfigured``, the site's fault and not the customer's, so a caller catching the contract to
+tell a customer something does not hide it: each surface reports it to the site's staff and logs.
 
 Their ``messages`` are for people, worded when they are read, in the language active then (our own words
 are lazy, :func:`lazy_text`): the admin and the REST API show them in the language of the request, while
@@ -30,6 +35,7 @@ come.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.core.exceptions import ImproperlyConfigured, ValidationError
@@ -46,6 +52,7 @@ __all__ = [
     "NotFound",
     "PayCollectConfigurationError",
     "PaymentRefused",
+    "Refusal",
     "ServiceLayerError",
     "ServiceUnavailable",
     "ServiceUsageError",
@@ -89,15 +96,8 @@ class ServiceLayerError(Exception):
         return [str(self)]
 
 
-class PayCollectConfigurationError(ImproperlyConfigured, ServiceLayerError):
-    """The PAYCOLLECT setting is missing something or holds a wrong value, a stored key cannot be
-    decrypted, or the service refuses the configured credentials."""
-
-    error_code = "configuration"
-
-
 class PaymentRefused(ValidationError, ServiceLayerError):
-    """The request was refused before or by the service; ``message_dict`` names the fields.
+    """The input was refused, before or by the service; ``message_dict`` names the fields.
 
     Refused before sending (our checks), nothing was stored. Refused by the service's answer, the row
     the operation left (a REJECTED transaction or direct order, a failed capture, refund or cancellation)
@@ -111,30 +111,50 @@ class PaymentRefused(ValidationError, ServiceLayerError):
         self.record = record
 
 
-class NotFound(PaymentRefused):
-    """The service does not know what was asked for: a transaction (by uuid) or a promocode."""
-
-    error_code = "not_found"
-
-
-class StateConflict(PaymentRefused):
+class StateConflict(ValidationError, ServiceLayerError):
     """Refused by our checks because of the state of what it acts on, not because the input is malformed:
     a capture or refund of a transaction that is not successful, a refund over what is still refundable (or
     after what is refundable changed), a capture or cancellation already done or under way. Nothing was
     stored or sent; the same request may succeed once the state changes (a REST API's 409).
+    ``message_dict`` names the fields.
     """
 
     error_code = "conflict"
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """Why an operation is refused before anything is sent, because of the state of what it acts on: the
+    field it is about and the message, worded when read. A model says it (``Transaction.refund_refusal``),
+    the service layer raises it as a :class:`StateConflict` (:meth:`conflict`), the admin shows it."""
+
+    field: str
+    message: StrOrPromise
+
+    def conflict(self) -> StateConflict:
+        return StateConflict({self.field: [self.message]})
+
+
+class NotFound(ServiceLayerError):
+    """The service does not know what was asked for: a transaction (by uuid) or a promocode. Names no
+    field: a caller that asked for one knows which."""
+
+    error_code = "not_found"
+
+    def __init__(self, message: StrOrPromise, *, record: Any = None) -> None:
+        super().__init__(message)
+        self.record = record
+
+
 class ServiceUnavailable(ServiceLayerError):
     """The service could not be asked, or gave no usable answer to a read: nothing changed there.
 
-    Raised for a read that met a connection failure, a timeout, a 5xx, a 429 or a page that is not the
-    service's envelope, and for a state-changing call whose request never left this machine (its row is
-    ``record``, in its failed state, so it may be asked again). ``retry_after`` is the wait the service asked
-    for (a 429), in seconds, or None. A state-changing call that was sent and got no usable answer does not
-    raise: it returns its row with the outcome unknown.
+    Raised for a read that met a connection failure, a timeout, a 5xx, a 429, a page that is not the
+    service's envelope, or an envelope without what the spec says it carries (``calls.broken_answer``),
+    and for a state-changing call whose request never left this machine (its row is ``record``, in its
+    failed state, so it may be asked again). ``retry_after`` is the wait the service asked for (a 429), in
+    seconds, or None. A state-changing call that was sent and got no usable answer does not raise: it
+    returns its row with the outcome unknown.
     """
 
     error_code = "service_unavailable"
@@ -151,6 +171,22 @@ class ServiceUnavailable(ServiceLayerError):
         return [str(UNAVAILABLE_TEXT)]
 
 
+class PayCollectConfigurationError(ImproperlyConfigured):
+    """The PAYCOLLECT setting is missing something or holds a wrong value, a stored key cannot be
+    decrypted, or the service refuses the configured credentials.
+
+    Outside :class:`ServiceLayerError` on purpose: the site's fault, for its staff and its logs, never told
+    a customer as "try again later". ``messages``, ``error_code`` and ``record`` read as the contract's.
+    """
+
+    error_code: ClassVar[str] = "configuration"
+    record: Any = None
+
+    @property
+    def messages(self) -> list[str]:
+        return [str(self)]
+
+
 class ServiceUsageError(RuntimeError):
     """The service layer was called in a way that would put money at risk (e.g. inside atomic)."""
 
@@ -159,7 +195,7 @@ def describe_error(error: BaseException) -> str:
     """``"<class>: <text>"`` for a record kept for people (a callback's error, a reconciliation finding):
     the client's error behind a contract error when there is one (``ServerError: ... (HTTP 503)``). In
     English, whatever the language of the request or task that met it: it is a record, not a message."""
-    if isinstance(error, ServiceLayerError):
+    if isinstance(error, (ServiceLayerError, PayCollectConfigurationError)):
         if isinstance(error.__cause__, PayCollectError):
             return f"{type(error.__cause__).__name__}: {error.__cause__}"
         with translation.override(None):

@@ -17,7 +17,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext, ngettext
 
-from ..exceptions import ServiceLayerError, ServiceUnavailable
+from ..exceptions import PayCollectConfigurationError, ServiceLayerError, ServiceUnavailable
 from .changelists import CappedCountPaginator, ScalableChangeList, exact_search
 
 if TYPE_CHECKING:
@@ -40,6 +40,23 @@ _M = TypeVar("_M", bound=Model)
 LISTED_ITEMS = 20
 #: Identifiers and amounts kept whole in a right-to-left admin (an Arabic one).
 ADMIN_CSS = "paycollect/admin.css"
+#: What the admin reports to staff instead of raising: the service layer's error contract, and a configuration
+#: error (outside the contract: the site's own fault, which staff can have fixed).
+REPORTED_ERRORS = (ServiceLayerError, PayCollectConfigurationError)
+
+
+def error_text(error: ServiceLayerError | PayCollectConfigurationError) -> str:
+    """What staff read about one of :data:`REPORTED_ERRORS`, in the request's language: its messages; for a
+    configuration error, that it is one and where to look; for a service that could not be asked, the
+    client's error by name."""
+    why = " ".join(error.messages)
+    if isinstance(error, PayCollectConfigurationError):
+        return gettext("The payments configuration is wrong: %(why)s (manage.py check lists what to fix)") % {
+            "why": why
+        }
+    if isinstance(error, ServiceUnavailable) and error.__cause__ is not None:
+        why = f"{why} ({type(error.__cause__).__name__})"
+    return why
 
 
 class Outcomes:
@@ -52,13 +69,9 @@ class Outcomes:
         self.unknown: list[str] = []
         self.notes: list[str] = []
 
-    def refused(self, label: str, error: ServiceLayerError) -> None:
-        """An object the service layer did not act on, and why (the error contract's messages, in the
-        request's language; for a service that could not be asked, the client's error by name)."""
-        why = " ".join(error.messages)
-        if isinstance(error, ServiceUnavailable) and error.__cause__ is not None:
-            why = f"{why} ({type(error.__cause__).__name__})"
-        self.failed.append((label, why))
+    def refused(self, label: str, error: ServiceLayerError | PayCollectConfigurationError) -> None:
+        """An object the service layer did not act on, and why (:func:`error_text`)."""
+        self.failed.append((label, error_text(error)))
 
     def report(self, request: HttpRequest) -> None:
         if self.succeeded:

@@ -9,10 +9,10 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
-from ..exceptions import ServiceLayerError
 from ..models import Community
 from .common import (
     ADMIN_CSS,
+    REPORTED_ERRORS,
     ModelAdmin,
     Outcomes,
 )
@@ -57,7 +57,7 @@ class CommunityAdmin(ModelAdmin[Community]):
         for community in queryset:
             try:
                 snapshot = services.fetch_statistics(community.community_id)
-            except ServiceLayerError as error:
+            except REPORTED_ERRORS as error:
                 outcomes.refused(community.community_id, error)
                 continue
             outcomes.succeeded.append(community.community_id)

@@ -23,10 +23,9 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import reporting, services
-from ..exceptions import ServiceLayerError
 from ..models import Dashboard, ReceivedCallback, Transaction
 from . import charts
-from .common import ModelAdmin
+from .common import REPORTED_ERRORS, ModelAdmin, error_text
 from .forms import DashboardForm
 
 PERMISSION = "paycollect.view_dashboard"
@@ -86,11 +85,11 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
             community = form.cleaned_data["community"]
             try:
                 services.fetch_statistics(community)
-            except ServiceLayerError as error:
+            except REPORTED_ERRORS as error:
                 messages.error(
                     request,
                     gettext("Fetching the statistics of %(community)s failed: %(reason)s")
-                    % {"community": community, "reason": " ".join(error.messages)},
+                    % {"community": community, "reason": error_text(error)},
                 )
             else:
                 messages.success(

@@ -20,16 +20,18 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
-from ..exceptions import PaymentRefused, ServiceLayerError
+from ..exceptions import PaymentRefused
 from ..forms import refusal_errors
 from ..models import (
     DirectOrder,
     Transaction,
 )
 from .common import (
+    REPORTED_ERRORS,
     PayCollectAdmin,
     ReadOnlyInline,
     change_url,
+    error_text,
     json_display,
 )
 from .filters import CommunityFilter
@@ -175,8 +177,8 @@ class DirectOrderAdmin(PayCollectAdmin[DirectOrder]):
                 order = services.create_direct_order(user=request.user, **form.service_fields())
             except PaymentRefused as refused:
                 form.add_service_errors(refusal_errors(refused))
-            except ServiceLayerError as error:
-                form.add_error(None, error.messages)
+            except REPORTED_ERRORS as error:
+                form.add_error(None, error_text(error))
             else:
                 return self._created(request, order)
         return self._render_add_form(request, form, form_url, extra_context)

@@ -11,13 +11,13 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
-from ..exceptions import ServiceLayerError
 from ..models import (
     ApiCall,
     Refund,
     StatisticsSnapshot,
 )
 from .common import (
+    REPORTED_ERRORS,
     Outcomes,
     PayCollectAdmin,
     change_url,
@@ -159,7 +159,7 @@ class RefundAdmin(PayCollectAdmin[Refund]):
         for refund in queryset.select_related("transaction"):
             try:
                 services.resolve_refund(refund, succeeded=succeeded, user=request.user)
-            except ServiceLayerError as error:
+            except REPORTED_ERRORS as error:
                 outcomes.refused(str(refund), error)
                 continue
             outcomes.succeeded.append(str(refund))

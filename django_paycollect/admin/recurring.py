@@ -16,13 +16,13 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
-from ..exceptions import ServiceLayerError
 from ..models import (
     RecurringSeries,
     Transaction,
 )
 from ..models.orders import RecurringSeriesQuerySet
 from .common import (
+    REPORTED_ERRORS,
     Outcomes,
     PayCollectAdmin,
     ReadOnlyInline,
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 def cancel_refusal(series: RecurringSeries) -> StrOrPromise | None:
     """Why cancelling ``series`` would be refused before anything is sent, or None."""
     refusal = series.cancel_refusal()
-    return refusal[1] if refusal is not None else None
+    return refusal.message if refusal is not None else None
 
 
 def confirm_cancel_recurring(
@@ -101,7 +101,7 @@ def cancel_series(request: HttpRequest, series: Iterable[RecurringSeries], outco
         label = one.parent_uuid
         try:
             result = services.cancel_recurring(one, user=request.user)
-        except ServiceLayerError as error:
+        except REPORTED_ERRORS as error:
             outcomes.refused(label, error)
             continue
         if result.cancel_state == RecurringSeries.CANCEL_UNKNOWN:

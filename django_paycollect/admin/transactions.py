@@ -20,7 +20,6 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
-from ..exceptions import ServiceLayerError
 from ..models import (
     ZERO,
     RecurringSeries,
@@ -30,6 +29,7 @@ from ..models import (
 )
 from .changelists import exact_search
 from .common import (
+    REPORTED_ERRORS,
     Outcomes,
     PayCollectAdmin,
     ReadOnlyInline,
@@ -59,7 +59,7 @@ def holding_of(txn: Transaction) -> Decimal:
 def refund_refusal(txn: Transaction) -> StrOrPromise | None:
     """Why the refund page offers no amount for ``txn`` (the service would refuse it), or None."""
     refusal = txn.refund_refusal()
-    return refusal[1] if refusal is not None else None
+    return refusal.message if refusal is not None else None
 
 
 # --- transactions ------------------------------------------------------------------------------------
@@ -293,7 +293,7 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
                 continue
             try:
                 synced = services.sync_transaction(txn, source="admin")
-            except ServiceLayerError as error:
+            except REPORTED_ERRORS as error:
                 outcomes.refused(label, error)
                 continue
             outcomes.succeeded.append(label)
@@ -319,7 +319,7 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
             label = str(txn)
             try:
                 captured = services.capture(txn, user=request.user)
-            except ServiceLayerError as error:
+            except REPORTED_ERRORS as error:
                 outcomes.refused(label, error)
                 continue
             if captured.capture_state == Transaction.CAPTURE_UNKNOWN:
@@ -438,7 +438,7 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
         label = f"{txn} ({amount} {txn.currency})"
         try:
             done = services.refund(txn, amount, user=request.user, expected_refundable=shown)
-        except ServiceLayerError as error:
+        except REPORTED_ERRORS as error:
             outcomes.refused(label, error)
             return
         if done.state == Refund.UNKNOWN:

@@ -22,7 +22,7 @@ import logging
 import math
 from typing import Any
 
-from django.core.exceptions import NON_FIELD_ERRORS
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 from rest_framework import status
@@ -52,9 +52,10 @@ CONFIGURATION = PayCollectConfigurationError.error_code
 CONFIGURATION_TEXT = _("Payments are not available right now; the site's staff have been told.")
 
 
-def field_errors(refused: PaymentRefused) -> dict[str, list[str]]:
-    """``{"dotted.path": [texts]}`` of a refusal, ``__all__`` under DRF's non-field key."""
-    if hasattr(refused, "error_dict"):
+def field_errors(refused: ServiceLayerError) -> dict[str, list[str]]:
+    """``{"dotted.path": [texts]}`` of a refusal, ``__all__`` (or a refusal naming no field) under DRF's
+    non-field key."""
+    if isinstance(refused, ValidationError) and hasattr(refused, "error_dict"):
         found = refused.message_dict
     else:
         found = {NON_FIELD_ERRORS: list(refused.messages)}
@@ -99,8 +100,8 @@ def contract_response(error: Exception) -> Response | None:
             headers=headers,
         )
     if isinstance(error, PayCollectConfigurationError):
-        # The site's fault, not the customer's: told to the logs (and error reporting), not the device;
-        # in English, as every log line, whatever the request's language.
+        # Outside the contract (an ImproperlyConfigured): the site's fault, not the customer's, told to the
+        # logs (and error reporting), not the device; in English, as every log line, whatever the language.
         with translation.override(None):
             logger.error("REST API: the payments configuration is wrong: %s", error, exc_info=error)
         return Response(

@@ -24,7 +24,7 @@ from django.utils.translation import gettext_lazy as _
 
 from .. import crypto
 from ..client import KNOWN_TRANSACTION_STATUSES, TransactionStatus
-from ..exceptions import lazy_text
+from ..exceptions import Refusal, lazy_text
 from ..ids import canonical_uuid
 
 if TYPE_CHECKING:
@@ -407,15 +407,15 @@ class Transaction(models.Model):
 
     # The refusals are worded when read (lazy_text): in the language of the page that shows them.
 
-    def refund_refusal(self, refundable: Decimal | None = None) -> tuple[str, StrOrPromise] | None:
-        """Why a refund of this transaction is refused before anything is sent, as (field, message), or
-        None. The one statement of the rule: ``services.refund`` checks it under the row lock, the admin's
-        refund page shows it. ``refundable``: :attr:`refundable_amount`, when the caller has it already."""
+    def refund_refusal(self, refundable: Decimal | None = None) -> Refusal | None:
+        """Why a refund of this transaction is refused before anything is sent, or None. The one statement
+        of the rule: ``services.refund`` checks it under the row lock, the admin's refund page shows it.
+        ``refundable``: :attr:`refundable_amount`, when the caller has it already."""
         if self.status != self.SUCCESSFUL:
             message = _("Only a successful transaction can be refunded (status %(status)s).")
-            return "transaction", lazy_text(message, status=self.status)
+            return Refusal("transaction", lazy_text(message, status=self.status))
         if (self.refundable_amount if refundable is None else refundable) <= 0:
-            return "amount", _("Nothing is left to refund (pending refunds count).")
+            return Refusal("amount", _("Nothing is left to refund (pending refunds count)."))
         return None
 
     def refund_limit_message(self, refundable: Decimal) -> StrOrPromise:
@@ -423,14 +423,14 @@ class Transaction(models.Model):
         message = _("At most %(remainder)s %(currency)s can still be refunded.")
         return lazy_text(message, remainder=refundable, currency=self.currency)
 
-    def capture_refusal(self) -> tuple[str, StrOrPromise] | None:
-        """Why capturing this transaction is refused before anything is sent, as (field, message), or None."""
+    def capture_refusal(self) -> Refusal | None:
+        """Why capturing this transaction is refused before anything is sent, or None."""
         if self.status != self.SUCCESSFUL:
             message = _("Only a successful transaction can be captured (status %(status)s).")
-            return "transaction", lazy_text(message, status=self.status)
+            return Refusal("transaction", lazy_text(message, status=self.status))
         if self.capture_state in (self.CAPTURE_DONE, self.CAPTURE_PENDING, self.CAPTURE_UNKNOWN):
             label = dict(self.CAPTURE_CHOICES)[self.capture_state]
-            return "transaction", lazy_text(_("Capture already %(state)s."), state=label)
+            return Refusal("transaction", lazy_text(_("Capture already %(state)s."), state=label))
         return None
 
 

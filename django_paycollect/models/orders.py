@@ -3,19 +3,14 @@ series (the payments that repeat from a parent transaction)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from ..exceptions import lazy_text
+from ..exceptions import Refusal, lazy_text
 from . import MONEY, CanonicalUuidField, Transaction, canonical_unique, exact_indexes
-
-if TYPE_CHECKING:
-    from django_stubs_ext import StrOrPromise
 
 
 class DirectOrder(models.Model):
@@ -208,11 +203,10 @@ class RecurringSeries(models.Model):
             stored = Transaction.objects.renewals().filter(series=self).count() if self.pk else 0
         return max(stored, self.recurring_count - 1, 0)
 
-    def cancel_refusal(self) -> tuple[str, StrOrPromise] | None:
-        """Why cancelling this series is refused before anything is sent, as (field, message), or None:
-        a cancellation pending or done is not asked again (a failed or unknown one may be). Worded when
-        read."""
+    def cancel_refusal(self) -> Refusal | None:
+        """Why cancelling this series is refused before anything is sent, or None: a cancellation
+        pending or done is not asked again (a failed or unknown one may be). Worded when read."""
         if self.cancel_state in (self.CANCEL_DONE, self.CANCEL_PENDING):
             label = dict(self.CANCEL_CHOICES)[self.cancel_state]
-            return "series", lazy_text(_("Series already %(state)s."), state=label)
+            return Refusal("series", lazy_text(_("Series already %(state)s."), state=label))
         return None

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from .. import services
 from ..conf import paycollect_settings
-from ..exceptions import ServiceLayerError, describe_error
+from ..exceptions import PayCollectConfigurationError, ServiceLayerError, describe_error
 from ..models import ApiCall, DirectOrder, HousekeepingRun, RecurringSeries, Refund, Transaction
 from .report import Finding, Progress, ProgressCallback, Summary
 
@@ -97,7 +97,14 @@ class Run:
             try:
                 finding = step.handle(self, item)
             except Exception as exc:  # one bad item must not stop the run
-                if not isinstance(exc, ServiceLayerError):
+                if isinstance(exc, PayCollectConfigurationError):  # the site's fault: said, with no traceback
+                    logger.error(
+                        "reconciliation: %s %s: the payments configuration is wrong: %s",
+                        step.phase,
+                        item.pk,
+                        describe_error(exc),
+                    )
+                elif not isinstance(exc, ServiceLayerError):
                     logger.exception("reconciliation: %s %s failed", step.phase, item.pk)
                 finding = step.describe(item)
                 finding.outcome = f"error: {describe_error(exc)}"[:500]

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django import db
-from django.core.exceptions import NON_FIELD_ERRORS
 from django.db import transaction
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce
@@ -363,12 +362,8 @@ def _claim_fetch(callback_id: int, uuid: str, asked: dt.datetime, *, force: bool
         claimed_at, not_found_at = mark
         if not_found_at is not None and not_found_at >= asked:
             raise NotFound(
-                {
-                    NON_FIELD_ERRORS: [
-                        f"the service does not know it (answered by the fetch sent at "
-                        f"{not_found_at:%Y-%m-%d %H:%M:%S} for another callback)"
-                    ]
-                }
+                f"the service does not know it (answered by the fetch sent at "
+                f"{not_found_at:%Y-%m-%d %H:%M:%S} for another callback)"
             )
         last = claimed_at or now
         wait = max(0.0, (last + interval - now).total_seconds()) + _DEFER_MARGIN

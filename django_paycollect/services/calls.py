@@ -200,14 +200,17 @@ def _invoke(
 _UNAVAILABLE = (ConnectError, OutcomeUnknownError, ServerError, RateLimitError, UnexpectedResponseError)
 
 
-def contract_error(error: PayCollectError, *, record: Any = None) -> ServiceLayerError:
+def contract_error(
+    error: PayCollectError, *, record: Any = None
+) -> ServiceLayerError | PayCollectConfigurationError:
     """The service layer's error for a client error (see :mod:`django_paycollect.exceptions`).
 
     One table for every operation: a request that never left, or a read without a usable answer, is
     :class:`ServiceUnavailable`; the service's refusal (400, a failure envelope) is :class:`PaymentRefused`
     naming the fields, a 404 :class:`NotFound`; credentials the service refuses, or a client missing
-    them, are :class:`PayCollectConfigurationError`. ``record`` is the row the operation left. Raise it
-    ``from error``, so the client's error stays readable as ``__cause__``.
+    them, are :class:`PayCollectConfigurationError` (outside the contract: the site's fault). ``record`` is
+    the row the operation left. Raise it ``from error``, so the client's error stays readable as
+    ``__cause__``.
     """
     if isinstance(error, _UNAVAILABLE):
         retry_after = error.retry_after if isinstance(error, RateLimitError) else None
@@ -215,15 +218,22 @@ def contract_error(error: PayCollectError, *, record: Any = None) -> ServiceLaye
     if isinstance(error, ValidationError) and error.field_errors:
         return PaymentRefused(error.field_errors, record=record)
     if isinstance(error, NotFoundError):
-        return NotFound({NON_FIELD_ERRORS: [str(error)]}, record=record)
+        return NotFound(str(error), record=record)
     # The service refused our credentials, or the client has none for this operation (nothing sent).
     unconfigured = error.call is None and not isinstance(error, ValidationError)
     if isinstance(error, AuthenticationError) or unconfigured:
-        refused = PayCollectConfigurationError(str(error))
-        refused.record = record
-        return refused
+        misconfigured = PayCollectConfigurationError(str(error))
+        misconfigured.record = record
+        return misconfigured
     # Always a dict, so callers can read ``message_dict``; errors of no field go under "__all__".
     return PaymentRefused({NON_FIELD_ERRORS: [str(error)]}, record=record)
+
+
+def broken_answer(operation: str, missing: str) -> ServiceUnavailable:
+    """The error of a read answered with a success envelope that lacks what the spec says it carries: no
+    usable answer, as an HTML page instead of the envelope would be (and not the customer's input refused).
+    Every read that needs a field of its answer raises this when it is missing."""
+    return ServiceUnavailable(f"{operation}: the service's answer has no {missing}")
 
 
 def _read(

@@ -22,17 +22,14 @@ from ..client.types import (
     PromocodeValidated,
 )
 from ..conf import paycollect_settings
-from ..exceptions import (
-    PaymentRefused,
-    StateConflict,
-)
+from ..exceptions import PaymentRefused
 from ..ids import canonical_uuid
 from ..models import (
     Transaction,
     json_safe,
 )
 from ..serializers import StartPaymentSerializer
-from .calls import Sent, _read, guarded_write
+from .calls import Sent, _read, broken_answer, guarded_write
 from .common import _after_commit, _locked, _require_autocommit, _user, _validated, locked, money_argument
 from .config import community_config, get_client
 from .status import _set_local_status, apply_status
@@ -45,7 +42,8 @@ def prepare_amount(
     payment_method: str | None = None,
     community_id: str | None = None,
 ) -> Decimal:
-    """The total with the service's fees for ``amount`` (what Pay must charge when fees are in the bill)."""
+    """The total with the service's fees for ``amount`` (what Pay must charge when fees are in the bill).
+    An answer without ``total_amount`` is no usable answer (:class:`ServiceUnavailable`)."""
     amount = money_argument(amount, "amount")
     config = community_config(community_id)
     client = get_client(config)
@@ -61,7 +59,7 @@ def prepare_amount(
     )
     total = envelope.result.total_amount
     if total is None:
-        raise PaymentRefused({"total_amount": [gettext_lazy("The service's answer has no total_amount.")]})
+        raise broken_answer("prepare_amount", "total_amount")
     return total
 
 
@@ -211,8 +209,9 @@ def start_payment(
 def capture(txn: Transaction, *, user: Any = None) -> Transaction:
     """Capture a successful transaction. Recorded as pending before the call; never resent.
 
-    Returns the transaction, its ``capture_state`` captured or unknown; refused (by our checks or the
-    service), :class:`PaymentRefused`; never sent, :class:`ServiceUnavailable`.
+    Returns the transaction, its ``capture_state`` captured or unknown; refused because of its state,
+    :class:`StateConflict`; refused by the service, :class:`PaymentRefused`; never sent,
+    :class:`ServiceUnavailable`.
     """
     _require_autocommit("capture")
 
@@ -220,7 +219,7 @@ def capture(txn: Transaction, *, user: Any = None) -> Transaction:
         found = locked(Transaction, txn.pk)
         refusal = found.capture_refusal()
         if refusal is not None:
-            raise StateConflict({refusal[0]: [refusal[1]]})
+            raise refusal.conflict()
         found.capture_state = Transaction.CAPTURE_PENDING
         found.save(update_fields=["capture_state", "updated_at"])
         return found
@@ -259,7 +258,10 @@ def validate_promocode(
     community_id: str | None = None,
     variable_amount_id: int | None = None,
 ) -> PromocodeValidated:
-    """Check a promocode for an amount; pass ``promocode_id`` of the result to :func:`start_payment`."""
+    """Check a promocode for an amount; pass ``promocode_id`` of the result to :func:`start_payment`.
+
+    The service's refusal is :class:`PaymentRefused`, a code it does not know :class:`NotFound`; an answer
+    without the ``promocode_id`` Pay needs is no usable answer (:class:`ServiceUnavailable`)."""
     amount = money_argument(amount, "amount")
     config = community_config(community_id)
     client = get_client(config)
@@ -277,6 +279,8 @@ def validate_promocode(
             variable_amount_id=amount_id or "",
         ),
     )
+    if envelope.result.promocode_id is None:
+        raise broken_answer("validate_promocode", "promocode_id")
     return envelope.result
 
 

@@ -10,9 +10,6 @@ from .. import signals
 from ..client.types import (
     OperationMessage,
 )
-from ..exceptions import (
-    StateConflict,
-)
 from ..models import (
     RecurringSeries,
     Transaction,
@@ -26,8 +23,9 @@ from .sync import sync_transaction
 def cancel_recurring(series: RecurringSeries, *, user: Any = None) -> RecurringSeries:
     """Stop future charges of a recurring series (past charges are unaffected). Never resent.
 
-    Returns the series, its ``cancel_state`` cancelled or unknown; refused, :class:`PaymentRefused`; never
-    sent, :class:`ServiceUnavailable` (a failed or unknown cancellation may be asked again).
+    Returns the series, its ``cancel_state`` cancelled or unknown; refused because of its state,
+    :class:`StateConflict`; refused by the service, :class:`PaymentRefused`; never sent,
+    :class:`ServiceUnavailable` (a failed or unknown cancellation may be asked again).
     """
     _require_autocommit("cancel_recurring")
 
@@ -35,7 +33,7 @@ def cancel_recurring(series: RecurringSeries, *, user: Any = None) -> RecurringS
         found = locked(RecurringSeries, series.pk)
         refusal = found.cancel_refusal()
         if refusal is not None:
-            raise StateConflict({refusal[0]: [refusal[1]]})
+            raise refusal.conflict()
         found.cancel_state = RecurringSeries.CANCEL_PENDING
         found.save(update_fields=["cancel_state"])
         return found

@@ -90,8 +90,9 @@ def refund(
     ``expected_refundable`` is what the caller showed the user: when it changed meanwhile (a
     second click, another refund), the refund is refused under the lock instead of doubled.
 
-    Returns the refund, succeeded or unknown. Refused by our checks, :class:`PaymentRefused` and no
-    refund is stored; refused by the service, :class:`PaymentRefused` with the failed refund as
+    Returns the refund, succeeded or unknown. Refused by our checks, :class:`PaymentRefused` (the amount)
+    or :class:`StateConflict` (the transaction's state, what is still refundable) and no refund is
+    stored; refused by the service, :class:`PaymentRefused` with the failed refund as
     ``record`` (``refund_failed`` is sent); never sent, :class:`ServiceUnavailable`, the failed refund
     as ``record``.
     """
@@ -105,8 +106,8 @@ def refund(
         found = locked(Transaction, txn.pk)
         refundable = found.refundable_amount
         refusal = found.refund_refusal(refundable)
-        if refusal is not None and refusal[0] == "transaction":  # not paid: said before anything else
-            raise StateConflict({refusal[0]: [refusal[1]]})
+        if refusal is not None and refusal.field == "transaction":  # not paid: said before anything else
+            raise refusal.conflict()
         if expected_refundable is not None and expected_refundable != refundable:
             changed = _(
                 "What is still refundable changed from %(shown)s to %(now)s %(currency)s meanwhile "
@@ -120,7 +121,7 @@ def refund(
                 }
             )
         if refusal is not None:
-            raise StateConflict({refusal[0]: [refusal[1]]})
+            raise refusal.conflict()
         if wanted is not ALL_REFUNDABLE and wanted > refundable:
             raise StateConflict({"amount": [found.refund_limit_message(refundable)]})
         return Refund.objects.create(

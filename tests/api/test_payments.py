@@ -221,6 +221,19 @@ def test_a_broken_payable_hook_is_a_503_told_to_the_logs_not_the_device(api_live
     assert api_live.control.journal("pay") == []
 
 
+def test_a_misconfigured_service_layer_is_the_same_503_told_to_the_logs(api_live, as_user, settings, caplog):
+    # Outside the error contract (an ImproperlyConfigured), and still answered, never a 500.
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "API_KEY": ""}
+    answer = start(as_user("owner"))
+    assert answer.status_code == 503
+    assert answer.json() == {
+        "code": "configuration",
+        "detail": "Payments are not available right now; the site's staff have been told.",
+    }
+    assert "settings.PAYCOLLECT['API_KEY'] is required" in caplog.text
+    assert api_live.control.journal("pay") == []
+
+
 def test_a_quote_adds_the_services_fees_to_the_resolved_amount(api_live, as_user, settings):
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "FEES_IN_BILL": True}
     answer = as_user("owner").post(

@@ -1,14 +1,22 @@
-"""The service layer's one error contract: every client error maps to one of four exceptions, and every
-state-changing operation returns its row (succeeded or unknown) or raises with the row it left."""
+"""The service layer's one error contract: every client error maps to one of its exceptions (or, for our own
+configuration, to an error outside it), and every state-changing operation returns its row (succeeded or
+unknown) or raises with the row it left."""
 
 from __future__ import annotations
 
+import re
 import socket
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
+import responses
+from django.contrib.messages import get_messages
+from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.urls import reverse
 
-from django_paycollect import services
+from django_paycollect import exceptions, services
 from django_paycollect.client import (
     AuthenticationError,
     CallInfo,
@@ -25,11 +33,49 @@ from django_paycollect.exceptions import (
     NotFound,
     PayCollectConfigurationError,
     PaymentRefused,
+    Refusal,
     ServiceLayerError,
     ServiceUnavailable,
+    StateConflict,
     describe_error,
 )
-from django_paycollect.models import ApiCall, Community, Refund, Transaction
+from django_paycollect.models import ApiCall, Community, RecurringSeries, Refund, Transaction
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+#: The contract's kinds, as callers catch them.
+KINDS = {PaymentRefused, StateConflict, NotFound, ServiceUnavailable}
+
+
+def test_the_contract_is_four_siblings_and_a_misconfiguration_is_outside_it():
+    contract = {
+        kind
+        for kind in vars(exceptions).values()
+        if isinstance(kind, type) and issubclass(kind, ServiceLayerError) and kind is not ServiceLayerError
+    }
+    assert contract == KINDS
+    # Siblings: catching one never catches another, so a caller tells a conflict or an unknown uuid from bad
+    # input by its class; those naming fields are ValidationErrors, so a form shows them on the fields.
+    assert all(kind.__bases__[-1] is ServiceLayerError for kind in KINDS)
+    assert {kind for kind in KINDS if issubclass(kind, DjangoValidationError)} == {
+        PaymentRefused,
+        StateConflict,
+    }
+    assert len({kind.error_code for kind in KINDS}) == len(KINDS)
+    # The site's fault, not the customer's: Django's ImproperlyConfigured, never caught as the contract.
+    assert issubclass(PayCollectConfigurationError, ImproperlyConfigured)
+    assert not issubclass(PayCollectConfigurationError, ServiceLayerError)
+
+
+def test_the_docs_count_what_the_code_raises():
+    page = (DOCS / "services.md").read_text()
+    section = page[page.index("## The error contract") :]
+    section = section[: section.index("\n## ", 1)]
+    table = re.findall(r"^\| \{py:class\}`~django_paycollect\.exceptions\.(\w+)`", section, re.M)
+    assert set(table) == {kind.__name__ for kind in KINDS}
+    assert len(table) == len(KINDS)
+    assert "one of four" in section
+    assert "PayCollectConfigurationError" in section  # said, outside the table: not one of them
+
 
 CALL = CallInfo("get_transaction", "GET", "/x/", None, 1, 0.1, 503)
 
@@ -66,7 +112,8 @@ def test_every_client_error_has_one_place_in_the_contract(error, expected, code)
     row = object()
     mapped = services.contract_error(error, record=row)
     assert type(mapped) is expected
-    assert isinstance(mapped, ServiceLayerError)
+    # A misconfiguration is the site's fault: a caller catching the contract must not hide it.
+    assert isinstance(mapped, ServiceLayerError) is (expected is not PayCollectConfigurationError)
     assert mapped.error_code == code
     assert mapped.record is row
     assert mapped.messages
@@ -150,7 +197,8 @@ def test_credentials_the_service_refuses_are_a_configuration_error(
 def test_a_uuid_the_service_does_not_know_is_not_found(paycollect_live):
     with pytest.raises(NotFound) as caught:
         services.sync_transaction(uuid="0b0b0b0b-1111-4222-8333-444455556666")
-    assert isinstance(caught.value, PaymentRefused)
+    assert not isinstance(caught.value, PaymentRefused)
+    assert caught.value.error_code == "not_found"
     assert isinstance(caught.value.__cause__, NotFoundError)
     assert not Transaction.objects.exists()
 
@@ -180,3 +228,101 @@ def test_only_a_call_that_may_have_taken_effect_stops_a_redelivered_task(paycoll
     assert done.state == Refund.SUCCEEDED
     assert services.sent_by_task("t-contract") == ApiCall.objects.get(refund=done)
     assert services.sent_by_task("another-task") is None
+
+
+# --- a broken answer ------------------------------------------------------------------------------
+
+
+SERVICE = "https://pay.example.test"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("operation", "path", "call", "missing"),
+    [
+        (
+            "prepare_amount",
+            "/api/v1/payments/prepare-amount/",
+            lambda: services.prepare_amount(Decimal("100.00")),
+            "total_amount",
+        ),
+        (
+            "validate_promocode",
+            "/api/promocodes/validate/",
+            lambda: services.validate_promocode(
+                "SAVE10", amount=Decimal("100.00"), phone_number="+201001234567"
+            ),
+            "promocode_id",
+        ),
+    ],
+    ids=["prepare_amount", "validate_promocode"],
+)
+def test_an_answer_without_what_the_spec_says_is_no_usable_answer_not_a_refusal(
+    settings, operation, path, call, missing
+):
+    # A success envelope lacking the one field the read is for: nothing the customer typed was refused, and
+    # nothing changed at the service, as with an HTML page instead of the envelope.
+    settings.PAYCOLLECT = {
+        "BASE_URL": SERVICE,
+        "COMMUNITY_ID": "c-1",
+        "API_KEY": "k" * 24,
+        "VARIABLE_AMOUNT_ID": 1,
+        "MAX_NETWORK_RETRIES": 0,
+    }
+    body = {"status": {"code": 200, "message": "success", "errors": []}, "data": {"currency": "EGP"}}
+    with responses.RequestsMock() as mock:
+        mock.post(SERVICE + path, json=body)
+        with pytest.raises(ServiceUnavailable) as caught:
+            call()
+    assert str(caught.value) == f"{operation}: the service's answer has no {missing}"
+    assert caught.value.messages == [
+        "The payment service cannot be reached; nothing was done. Try again in a moment."
+    ]
+
+
+# --- refusals of the state ------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_refusal_of_the_state_is_a_named_field_and_message_raised_as_a_conflict():
+    unpaid = Transaction(uuid="0b0b0b0b-1111-4222-8333-000000000001", status=Transaction.PENDING)
+    refusal = unpaid.refund_refusal(Decimal("10.00"))
+    assert isinstance(refusal, Refusal)
+    assert (refusal.field, str(refusal.message)) == (
+        "transaction",
+        "Only a successful transaction can be refunded (status PENDING).",
+    )
+    conflict = refusal.conflict()
+    assert isinstance(conflict, StateConflict)
+    assert conflict.message_dict == {"transaction": [str(refusal.message)]}
+    assert unpaid.capture_refusal().field == "transaction"
+    assert RecurringSeries(cancel_state=RecurringSeries.CANCEL_DONE).cancel_refusal().field == "series"
+    assert RecurringSeries().cancel_refusal() is None
+
+
+# --- a misconfiguration, on each surface ----------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_admin_tells_staff_a_misconfiguration_as_one(admin_client, settings):
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "API_KEY": ""}
+    paid = Transaction.objects.create(
+        community_id=settings.PAYCOLLECT["COMMUNITY_ID"],
+        uuid="0b0b0b0b-1111-4222-8333-000000000002",
+        status=Transaction.SUCCESSFUL,
+        total_amount=Decimal("10.00"),
+        currency="EGP",
+    )
+    answer = admin_client.post(
+        reverse("admin:paycollect_transaction_changelist"),
+        {"action": "capture", "_selected_action": [paid.pk]},
+    )
+    assert answer.status_code == 302
+    told = [str(m) for m in get_messages(answer.wsgi_request)]
+    assert told == [
+        f"Capture: 1 failed. {paid}: The payments configuration is wrong: "
+        "settings.PAYCOLLECT['API_KEY'] is required (manage.py check lists what to fix)"
+    ]
+    paid.refresh_from_db()
+    assert paid.capture_state == Transaction.CAPTURE_NONE  # the claim was rolled back: it may be asked again
+    assert not ApiCall.objects.exists()

@@ -69,3 +69,44 @@ def test_in_english_they_read_in_english():
     pages = rendered("en")
     assert '<h1 id="error-title">Page not found</h1>' in pages["not found"][1]
     assert '<html lang="en" dir="ltr">' in pages["server error"][1]
+
+
+MISCONFIGURED = """
+import json, os, sys
+sys.path.insert(0, "example_project")
+os.environ["DJANGO_SETTINGS_MODULE"] = "clubsite.settings"
+import django
+django.setup()
+from django.core.management import call_command
+from django.test import Client
+
+call_command("migrate", verbosity=0)
+client = Client(HTTP_HOST="127.0.0.1", raise_request_exception=False)
+page = client.post(
+    "/join/",
+    {"plan": "standard", "billing": "yearly", "pay_using": "card", "name": "Sara Hassan",
+     "email": "sara@example.com", "phone_number": "+201001234567", "promocode": ""},
+)
+print(json.dumps([page.status_code, page.content.decode()]))
+"""
+
+
+def test_a_misconfigured_payment_app_is_the_error_page_and_a_logged_error_never_an_unreachable_service(
+    tmp_path,
+):
+    # Fees are in the bill, so joining asks the service for them first: with no API key set, the payment app
+    # raises its configuration error, which the club site leaves to Django (the site's fault, not a member's).
+    done = run_example(
+        "-c",
+        MISCONFIGURED,
+        CLUBSITE_DEBUG="0",
+        CLUBSITE_DB=str(tmp_path / "club.sqlite3"),
+        PAYCOLLECT_API_KEY="",
+        PAYCOLLECT_FEES_IN_BILL="1",
+    )
+    assert done.returncode == 0, done.stderr
+    status, html = json.loads(done.stdout.splitlines()[-1])
+    assert status == 500
+    assert '<h1 id="error-title">Something went wrong</h1>' in html
+    assert "cannot be reached" not in html
+    assert "PayCollectConfigurationError: settings.PAYCOLLECT['API_KEY'] is required" in done.stderr

@@ -15,7 +15,7 @@ import pytest
 from django.db import connection
 
 from django_paycollect import services
-from django_paycollect.exceptions import PaymentRefused
+from django_paycollect.exceptions import StateConflict
 from django_paycollect.models import ApiCall, Refund, Transaction
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -50,7 +50,7 @@ def test_ten_concurrent_refunds_never_refund_more_than_was_paid(
         10, lambda i: services.refund(Transaction.objects.get(pk=paid_transaction.pk), Decimal("20.00"))
     )
     refunds = [r for r in results if isinstance(r, Refund)]
-    refused = [r for r in results if isinstance(r, PaymentRefused)]
+    refused = [r for r in results if isinstance(r, StateConflict)]
     assert len(refunds) + len(refused) == 10, results
     assert len(refunds) == 5
     assert all(r.state == Refund.SUCCEEDED for r in refunds)

@@ -253,6 +253,26 @@ def test_an_item_that_fails_is_counted_and_the_run_goes_on(paycollect_live, pay,
     assert second.status == Transaction.SUCCESSFUL
 
 
+def test_a_misconfiguration_is_recorded_on_each_item_and_logged_as_an_error(
+    paycollect_live, pay, settings, caplog
+):
+    opened = pay("10.00")
+    age(opened)
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "API_KEY": "not-the-key-0123456789"}
+    summary, _ = reconcile()
+    [error] = summary.errors
+    assert error.object_id == opened.pk
+    assert error.outcome.startswith("error: AuthenticationError: ")
+    # The site's fault, not the item's: an error for the logs (and error reporting), without a traceback.
+    [logged] = [r for r in caplog.records if r.name == "django_paycollect.reconciliation"]
+    assert logged.levelname == "ERROR"
+    assert logged.getMessage() == (
+        f"reconciliation: open transactions {opened.pk}: the payments configuration is wrong: "
+        "AuthenticationError: authentication failed (HTTP 401)"
+    )
+    assert logged.exc_info is None
+
+
 def test_community_filter(paycollect_live, pay):
     txn = pay("10.00")
     age(txn)

@@ -14,6 +14,7 @@ from django_paycollect.exceptions import (
     PayCollectConfigurationError,
     PaymentRefused,
     ServiceUnavailable,
+    StateConflict,
     describe_error,
 )
 from django_paycollect.models import RecurringSeries, Refund, Transaction
@@ -21,8 +22,8 @@ from django_paycollect.models import RecurringSeries, Refund, Transaction
 live = pytest.mark.django_db(transaction=True)
 
 
-def refusal_of(call, *args, **kwargs) -> PaymentRefused:
-    with pytest.raises(PaymentRefused) as caught:
+def refusal_of(call, *args, **kwargs) -> PaymentRefused | StateConflict:
+    with pytest.raises((PaymentRefused, StateConflict)) as caught:
         call(*args, **kwargs)
     return caught.value
 

@@ -11,7 +11,7 @@ from django.db import transaction as db_transaction
 
 from django_paycollect import services
 from django_paycollect.client import Logo
-from django_paycollect.exceptions import PaymentRefused, ServiceUsageError
+from django_paycollect.exceptions import PaymentRefused, ServiceUsageError, StateConflict
 from django_paycollect.models import (
     ApiCall,
     DirectOrder,
@@ -305,13 +305,13 @@ def test_capture_once(paycollect_live, paid_transaction, signal_log):
     assert txn.capture_state == Transaction.CAPTURE_DONE
     assert txn.captured_amount == Decimal("100.00")
     assert signal_log.count("capture_succeeded") == 1
-    with pytest.raises(PaymentRefused):
+    with pytest.raises(StateConflict):
         services.capture(txn)
     assert len(paycollect_live.control.journal("capture")) == 1
 
 
 def test_capture_of_an_unpaid_transaction_is_refused_before_sending(paycollect_live, pay):
-    with pytest.raises(PaymentRefused, match="successful"):
+    with pytest.raises(StateConflict, match="successful"):
         services.capture(pay("100.00"))
     assert paycollect_live.control.journal("capture") == []
 
@@ -320,7 +320,7 @@ def test_partial_then_remaining_refund(paycollect_live, paid_transaction, signal
     first = services.refund(paid_transaction, Decimal("30.00"))
     assert first.state == Refund.SUCCEEDED
     assert first.service_message
-    with pytest.raises(PaymentRefused) as caught:
+    with pytest.raises(StateConflict) as caught:
         services.refund(paid_transaction, Decimal("70.01"))
     assert "70.00" in caught.value.message_dict["amount"][0]
     rest = services.refund(paid_transaction)  # default: all that is still refundable
@@ -339,7 +339,7 @@ def test_refund_with_an_unknown_outcome_is_never_resent_and_still_counts(paycoll
     unknown = services.refund(paid_transaction, Decimal("60.00"))
     assert unknown.state == Refund.UNKNOWN
     assert len(paycollect_live.control.journal("refund")) == 1
-    with pytest.raises(PaymentRefused, match=r"40\.00"):
+    with pytest.raises(StateConflict, match=r"40\.00"):
         services.refund(paid_transaction, Decimal("50.00"))
     assert len(paycollect_live.control.journal("refund")) == 1
 
@@ -387,7 +387,7 @@ def test_renewals_join_their_series_and_cancel_stops_them(paycollect_live, recur
     assert series.cancelled_at
     assert signal_log.count("recurring_series_cancelled") == 1
     assert paycollect_live.control.advance_clock(62) == []
-    with pytest.raises(PaymentRefused):
+    with pytest.raises(StateConflict):
         services.cancel_recurring(series)
     assert len(paycollect_live.control.journal("cancel_recurring")) == 1
 
@@ -514,7 +514,7 @@ def test_expiry_dates_are_sent_as_the_spec_writes_them(paycollect_live, pay):
 
 def test_refund_refused_when_the_refundable_amount_changed_since_shown(paycollect_live, paid_transaction):
     services.refund(paid_transaction, Decimal("10.00"))
-    with pytest.raises(PaymentRefused, match=r"changed from 100\.00 to 90\.00"):
+    with pytest.raises(StateConflict, match=r"changed from 100\.00 to 90\.00"):
         services.refund(paid_transaction, Decimal("10.00"), expected_refundable=Decimal("100.00"))
     done = services.refund(paid_transaction, Decimal("10.00"), expected_refundable=Decimal("90.00"))
     assert done.state == Refund.SUCCEEDED

@@ -1,14 +1,16 @@
-"""Refusals the state of a row decides are StateConflict (error_code "conflict"), still PaymentRefused: a
-caller (the REST API's 409) tells them from bad input without reading a message."""
+"""Refusals the state of a row decides are StateConflict (error_code "conflict"), a sibling of PaymentRefused
+(bad input) under the contract's root: a caller (the REST API's 409) tells them apart without reading a
+message, and both are ValidationErrors naming their fields, so a form shows either."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
 import pytest
+from django.core.exceptions import ValidationError
 
 from django_paycollect import services
-from django_paycollect.exceptions import PaymentRefused, StateConflict
+from django_paycollect.exceptions import PaymentRefused, ServiceLayerError, StateConflict
 from django_paycollect.models import RecurringSeries, Refund
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -20,7 +22,9 @@ def test_a_refund_over_what_is_left_is_a_conflict_and_a_malformed_amount_is_not(
     services.refund(paid_transaction, Decimal("70.00"))
     with pytest.raises(StateConflict) as over:
         services.refund(paid_transaction, Decimal("40.00"))
-    assert isinstance(over.value, PaymentRefused)
+    assert not isinstance(over.value, PaymentRefused)
+    assert isinstance(over.value, ServiceLayerError)
+    assert isinstance(over.value, ValidationError)
     assert over.value.error_code == "conflict"
     assert over.value.message_dict == {"amount": ["At most 30.00 EGP can still be refunded."]}
     with pytest.raises(StateConflict):

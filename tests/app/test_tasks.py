@@ -18,7 +18,13 @@ from django.contrib.auth import get_user_model
 
 from django_paycollect import services, tasks
 from django_paycollect.client import PayCollectClient
-from django_paycollect.exceptions import PaymentRefused, ServiceUnavailable
+from django_paycollect.exceptions import (
+    NotFound,
+    PayCollectConfigurationError,
+    PaymentRefused,
+    ServiceUnavailable,
+    StateConflict,
+)
 from django_paycollect.models import (
     ApiCall,
     DirectOrder,
@@ -178,6 +184,25 @@ def test_read_task_gives_up_after_its_retries(paycollect_live, pay):
     assert len(calls("get_transaction")) == 1 + tasks.READ_MAX_RETRIES
 
 
+def test_a_misconfiguration_fails_a_task_at_once_loudly_and_a_refusal_quietly(
+    paycollect_live, paid_transaction, settings
+):
+    # Credentials the service refuses fail the same way on every try: never retried, and not one of the
+    # expected refusals, so the worker logs it with its traceback.
+    fetched = len(calls("get_transaction"))
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "API_KEY": "not-the-key-0123456789"}
+    with pytest.raises(PayCollectConfigurationError):
+        run(tasks.sync_transaction, "t-misconfigured-read", transaction_id=paid_transaction.pk)
+    with pytest.raises(PayCollectConfigurationError):
+        run(tasks.capture, "t-misconfigured-write", transaction_id=paid_transaction.pk)
+    assert len(calls("get_transaction")) == fetched + 1
+    assert len(calls("capture")) == 1
+    refusals = [PaymentRefused("bad"), StateConflict("state"), NotFound("unknown")]
+    for task in WRITES:
+        assert all(isinstance(refusal, task.throws) for refusal in refusals)
+        assert not isinstance(PayCollectConfigurationError("wrong"), task.throws)
+
+
 def test_validate_promocode_task(paycollect_live):
     result = run(
         tasks.validate_promocode, "t-promo", name="SAVE10", amount="100.00", phone_number="+201001234567"
@@ -284,7 +309,7 @@ def test_refund_task_refused_twice_for_a_second_click(paycollect_live, paid_tran
         amount="30.00",
         expected_refundable="100.00",
     )
-    with pytest.raises(PaymentRefused, match="changed"):
+    with pytest.raises(StateConflict, match="changed"):
         run(
             tasks.refund,
             "t-click-2",

@@ -39,7 +39,7 @@ from django_paycollect.client import (
     ServerError,
     UnexpectedResponseError,
 )
-from django_paycollect.exceptions import PaymentRefused, ServiceUnavailable
+from django_paycollect.exceptions import ServiceUnavailable, StateConflict
 from django_paycollect.models import (
     ApiCall,
     DirectOrder,
@@ -324,7 +324,7 @@ class Capture(Case):
         assert result.capture_state == Transaction.CAPTURE_UNKNOWN
         assert call.transaction_id == result.pk
         # A second click is refused here, before anything is sent.
-        with pytest.raises(PaymentRefused, match="outcome unknown"):
+        with pytest.raises(StateConflict, match="outcome unknown"):
             services.capture(cell.state["txn"])
         return "returned capture unknown"
 
@@ -360,7 +360,7 @@ class RefundCase(Case):
         assert txn.refunded_amount == 0
         assert txn.refundable_amount == Decimal("90.00")  # the unknown refund holds its amount
         # The refund page shown before is submitted again: refused under the lock, nothing sent.
-        with pytest.raises(PaymentRefused, match="changed"):
+        with pytest.raises(StateConflict, match="changed"):
             services.refund(txn, Decimal("10.00"), expected_refundable=Decimal("100.00"))
         return "returned refund unknown"
 

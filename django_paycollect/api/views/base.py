@@ -19,7 +19,7 @@ from rest_framework.throttling import BaseThrottle
 from ... import services
 from ...client import PromocodeValidated
 from ...conf import paycollect_settings
-from ...exceptions import PaymentRefused, lazy_text
+from ...exceptions import NotFound, PaymentRefused, lazy_text
 from ...ids import canonical_uuid, looks_like_uuid
 from ...models import Transaction
 from .. import permissions
@@ -97,13 +97,11 @@ def checked_promocode(
         found = services.validate_promocode(
             code, amount=payable.amount, phone_number=phone_number, currency=payable.currency
         )
-    except PaymentRefused as refused:  # NotFound included: the service does not know the code
+    except (PaymentRefused, NotFound) as refused:  # refused, or the service does not know the code
         errors: dict[str, list[str]] = {}
         for path, messages in field_errors(refused).items():
             errors.setdefault(phone_field if path == "phone_number" else "promocode", []).extend(messages)
         raise PaymentRefused(errors) from refused
-    if found.promocode_id is None:
-        raise PaymentRefused({"promocode": [_("This promocode cannot be used.")]})
     return found
 
 

@@ -4,6 +4,11 @@ service's client, and nothing here marks a membership paid (the signal receivers
 Views that start a payment or create an order are marked ``transaction.non_atomic_requests``: the
 service layer refuses to call the service inside a database transaction, where a rollback would
 forget what the service did.
+
+The payment app's errors: ``ServiceUnavailable`` tells the member to try again; every other
+``ServiceLayerError`` is a refusal whose messages the member reads. A configuration error
+(``PayCollectConfigurationError``, an ``ImproperlyConfigured`` outside that contract) is not caught: it is the
+site's fault, not the member's, so Django logs it with its traceback and shows the error page.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from django.views.decorators.http import require_POST, require_safe
 
 from django_paycollect import services
 from django_paycollect.conf import paycollect_settings
-from django_paycollect.exceptions import PaymentRefused, ServiceLayerError
+from django_paycollect.exceptions import ServiceLayerError, ServiceUnavailable
 from django_paycollect.forms import BillingDataForm
 from django_paycollect.models import DirectOrder, Transaction
 from django_paycollect.serializers import service_id_of
@@ -76,18 +81,18 @@ def _owned_membership(request: HttpRequest, public_id: UUID) -> Membership:
     return membership
 
 
-def _refusal_messages(error: PaymentRefused) -> list[str]:
+def _refusal_messages(error: ServiceLayerError) -> list[str]:
     """The refusal's messages, without the field paths (a customer reads them)."""
     return list(error.messages)
 
 
-def _refuses_billing_data(error: PaymentRefused) -> bool:
+def _refuses_billing_data(error: ServiceLayerError) -> bool:
     return hasattr(error, "error_dict") and any(
         path.startswith("billing_data.") for path in error.message_dict
     )
 
 
-def _add_refusal(form: Any, error: PaymentRefused, field_map: dict[str, str] | None = None) -> None:
+def _add_refusal(form: Any, error: ServiceLayerError, field_map: dict[str, str] | None = None) -> None:
     """Put the service's field errors on the form's fields where they match, the rest on top."""
     if not hasattr(error, "error_dict"):
         form.add_error(None, list(error.messages))
@@ -157,17 +162,17 @@ def _new_membership(request: HttpRequest, form: JoinForm) -> Membership | None:
             checked = services.validate_promocode(
                 data["promocode"], amount=price, phone_number=data["phone_number"]
             )
-        except PaymentRefused as error:
+        except ServiceUnavailable:
+            logger.exception("promocode %s could not be checked", data["promocode"])
+            form.add_error(
+                "promocode", gettext("The promocode could not be checked now. Try again, or leave it empty.")
+            )
+            return None
+        except ServiceLayerError as error:  # refused, or not known to the service
             form.add_error(
                 "promocode",
                 gettext("This promocode cannot be used: %(reason)s")
                 % {"reason": " ".join(_refusal_messages(error))},
-            )
-            return None
-        except ServiceLayerError:
-            logger.exception("promocode %s could not be checked", data["promocode"])
-            form.add_error(
-                "promocode", gettext("The promocode could not be checked now. Try again, or leave it empty.")
             )
             return None
         discount = min(checked.value or ZERO, price)
@@ -178,11 +183,14 @@ def _new_membership(request: HttpRequest, form: JoinForm) -> Membership | None:
         # The service's fees are added to the bill: show them before the member pays.
         try:
             total = services.prepare_amount(amount, currency=CURRENCY, payment_method=data["pay_using"])
-        except ServiceLayerError:
+        except ServiceUnavailable:
             logger.exception("fees could not be computed")
             form.add_error(
                 None, gettext("The payment service cannot be reached now. Please try again in a minute.")
             )
+            return None
+        except ServiceLayerError as error:
+            _add_refusal(form, error)
             return None
     fields = {
         "plan": data["plan"],
@@ -282,7 +290,13 @@ def pay(request: HttpRequest, public_id: UUID) -> HttpResponse:
                 {"field_label": gettext("Membership"), "field_value": membership.reference},
             ],
         )
-    except PaymentRefused as error:
+    except ServiceUnavailable:
+        logger.exception("%s: the payment could not be started", membership.reference)
+        messages.error(
+            request, gettext("The payment service cannot be reached now. Nothing was charged; try again.")
+        )
+        return redirect(membership)
+    except ServiceLayerError as error:
         if _refuses_billing_data(error):
             # The payment service refused the payer's details: show them, with its words on each field.
             form = BillingDataForm(_billing_initial(membership))
@@ -296,12 +310,6 @@ def pay(request: HttpRequest, public_id: UUID) -> HttpResponse:
             messages.error(
                 request, gettext("The payment could not be started: %(reason)s") % {"reason": message}
             )
-        return redirect(membership)
-    except ServiceLayerError:
-        logger.exception("%s: the payment could not be started", membership.reference)
-        messages.error(
-            request, gettext("The payment service cannot be reached now. Nothing was charged; try again.")
-        )
         return redirect(membership)
     Membership.objects.filter(pk=membership.pk, status__in=[Membership.NEW, Membership.FAILED]).update(
         status=Membership.PENDING
@@ -485,14 +493,14 @@ def _send_invoice(request: HttpRequest, form: InvoiceForm, reference: str) -> Di
             callback_url=site_url(reverse("paycollect:callback", args=[token])),
             merchant_reference=reference,
         )
-    except PaymentRefused as error:
-        _add_refusal(form, error)
-        return None
-    except ServiceLayerError:
+    except ServiceUnavailable:
         logger.exception("invoice %s could not be sent", reference)
         form.add_error(
             None, gettext("The payment service cannot be reached now. Nothing was sent; try again.")
         )
+        return None
+    except ServiceLayerError as error:
+        _add_refusal(form, error)
         return None
     if order.state == DirectOrder.UNKNOWN:
         messages.warning(
