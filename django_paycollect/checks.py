@@ -100,7 +100,7 @@ SECONDS_SETTINGS = (
 #: Seconds settings where None means "never".
 SECONDS_OR_NEVER = frozenset({"RECONCILE_GIVE_UP_AFTER"})
 #: Settings holding a count: (key, the smallest whole number allowed).
-COUNT_SETTINGS = (("RECONCILE_CONCURRENCY", 1), ("RECONCILE_CHUNK_SIZE", 1), ("CALLBACK_PUBLISH_BUFFER", 0))
+COUNT_SETTINGS = (("RECONCILE_CONCURRENCY", 1), ("CALLBACK_PUBLISH_BUFFER", 0))
 
 
 def _check_seconds() -> list[CheckMessage]:

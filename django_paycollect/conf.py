@@ -65,15 +65,12 @@ DEFAULTS: dict[str, Any] = {
     "CALLBACK_SECRET": [],
     # Keys that encrypt stored secrets: the first encrypts, all decrypt. Empty: derived from SECRET_KEY.
     "ENCRYPTION_KEYS": [],
-    # Store request bodies in ApiCall rows (secrets are never stored either way).
+    # Store request bodies in ApiCall rows (secrets never, and names, e-mail addresses and phones masked).
     "STORE_REQUEST_BODIES": True,
-    # Mask names, e-mail addresses and phone numbers in stored request bodies.
-    "REDACT_PII": True,
-    # Reconciliation: fetches of open transactions at once (threads; 1 on SQLite), how many one task
-    # fetches before handing the rest to other workers in chunks, and the age (seconds; None: never)
-    # past which an open transaction is no longer fetched but listed for a person.
+    # Reconciliation: fetches of open transactions at once (threads; 1 on SQLite: database connections),
+    # and the age (seconds; None: never) past which an open transaction is no longer fetched but listed for
+    # a person.
     "RECONCILE_CONCURRENCY": 4,
-    "RECONCILE_CHUNK_SIZE": 500,
     "RECONCILE_GIVE_UP_AFTER": 7 * 86400,
     "DEFAULT_CURRENCY": "EGP",
     "DEFAULT_PAY_USING": "card",
@@ -88,8 +85,6 @@ DEFAULTS: dict[str, Any] = {
     "API_THROTTLE_RATES": {"paycollect_payments": "10/minute", "paycollect_quotes": "60/minute"},
     # Payments per page of the API's lists (?page_size= may ask for fewer, or up to 100).
     "API_PAGE_SIZE": 20,
-    # The dashboard's verification times are measured over at most this many of the latest callbacks.
-    "REPORT_VERIFICATION_SAMPLE": 10_000,
 }
 
 

@@ -28,6 +28,10 @@ from .report import Finding, Progress, ProgressCallback, Summary
 logger = logging.getLogger("django_paycollect.reconciliation")
 
 _CHUNK = 200
+#: Past this many open transactions, the ``paycollect.reconcile`` task hands them to other workers as
+#: ``reconcile_chunk`` tasks of this many each, so several workers fetch at once (a constant, not a setting:
+#: only how the work is shared out, which no site had a reason to turn).
+CHUNK_SIZE = 500
 #: How often an open transaction more than a day old is fetched again (at most).
 STALE_OPEN_INTERVAL = timedelta(hours=6)
 #: How long a community creation of unknown outcome keeps being reported for review.
@@ -454,7 +458,7 @@ def reconcile(
     each item.
 
     Open transactions are fetched ``RECONCILE_CONCURRENCY`` at a time. With ``fan_out`` (the reconcile
-    task passes one that queues ``reconcile_chunk`` tasks), more than ``RECONCILE_CHUNK_SIZE`` of them
+    task passes one that queues ``reconcile_chunk`` tasks), more than :data:`CHUNK_SIZE` of them
     are handed out in chunks of that size, so several workers fetch them at once. Records the run's end
     (``services.record_run``), whatever its items came to.
     """
@@ -473,17 +477,16 @@ def reconcile(
 
 
 def _fetch_open(run: Run, step: FetchOpenTransactions, fan_out: Callable[[list[int]], Any] | None) -> None:
-    """Open transactions ``RECONCILE_CONCURRENCY`` at a time, or, past ``RECONCILE_CHUNK_SIZE`` with a
+    """Open transactions ``RECONCILE_CONCURRENCY`` at a time, or, past :data:`CHUNK_SIZE` with a
     ``fan_out``, handed out in chunks of that size to other workers."""
     selected = step.select(run)
     if give_up_after() is not None:
         run.summary.given_up = Transaction.objects.filter(run.scope, given_up(run.now)).count()
     total, rows = _chunked(selected)
-    size = max(1, int(paycollect_settings.RECONCILE_CHUNK_SIZE or 1))
-    if fan_out is not None and total > size:
+    if fan_out is not None and total > CHUNK_SIZE:
         pks = list(selected.order_by("pk").values_list("pk", flat=True))
-        for start in range(0, len(pks), size):
-            fan_out(pks[start : start + size])
+        for start in range(0, len(pks), CHUNK_SIZE):
+            fan_out(pks[start : start + CHUNK_SIZE])
             run.summary.chunks += 1
         run.summary.chunked = len(pks)
         return

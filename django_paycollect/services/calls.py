@@ -120,10 +120,7 @@ def _record(
     secrets = _secrets(config)
     body: Any = None
     if call is not None and paycollect_settings.STORE_REQUEST_BODIES:
-        body = call.request_body
-        if paycollect_settings.REDACT_PII:
-            body = _mask_body(body)
-        body = redact(json_safe(body), secrets)
+        body = redact(json_safe(_mask_body(call.request_body)), secrets)
     answer = envelope if envelope is not None else (error.envelope if error is not None else None)
     errors: Any = answer.errors if answer is not None else []
     if isinstance(error, ValidationError) and not error.sent:

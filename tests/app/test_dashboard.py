@@ -253,8 +253,8 @@ def test_callback_health_of_the_whole_site(ledger):
     assert health.verification_time == {50: dt.timedelta(seconds=5), 95: dt.timedelta(seconds=10)}
 
 
-def test_verification_times_come_from_the_latest_verified_callbacks(db, cairo, settings):
-    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "REPORT_VERIFICATION_SAMPLE": 4}
+def test_verification_times_come_from_the_latest_verified_callbacks(db, cairo, monkeypatch):
+    monkeypatch.setattr("django_paycollect.reporting.health.VERIFICATION_SAMPLE", 4)
     for n in range(1, 9):  # received one hour apart; the latest four took 5, 6, 7 and 8 seconds
         callback(ReceivedCallback.PROCESSED, at(14, n), processed_at=at(14, n) + dt.timedelta(seconds=n))
     health = reporting.callback_health(reporting.period(7, NOW))
@@ -403,8 +403,8 @@ def queries_of(action) -> int:
 
 
 @pytest.mark.django_db
-def test_the_number_of_queries_does_not_depend_on_the_rows(cairo, admin_client, settings):
-    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "REPORT_VERIFICATION_SAMPLE": 200}  # 1,000 rows exceed it
+def test_the_number_of_queries_does_not_depend_on_the_rows(cairo, admin_client, monkeypatch):
+    monkeypatch.setattr("django_paycollect.reporting.health.VERIFICATION_SAMPLE", 200)  # 1,000 rows exceed it
     url = f"{DASHBOARD}?community=club-a&currency=EGP&days=90"
 
     def load():

@@ -390,8 +390,8 @@ def test_open_transactions_past_the_give_up_age_are_left_to_a_person(paycollect_
     assert reconcile()[0].fetched == 1  # never given up: fetched whatever its age
 
 
-def test_a_large_run_is_handed_out_in_chunks(paycollect_live, pay, settings):
-    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "RECONCILE_CHUNK_SIZE": 2}
+def test_a_large_run_is_handed_out_in_chunks(paycollect_live, pay, monkeypatch):
+    monkeypatch.setattr("django_paycollect.reconciliation.steps.CHUNK_SIZE", 2)
     txns = [pay("10.00") for _ in range(3)]
     paycollect_live.control.complete(txns[2].uuid)
     age(*txns)

@@ -306,7 +306,6 @@ def test_the_database_checks_report_stuck_and_failed_callbacks(admin_client):
         ("RECONCILE_GIVE_UP_AFTER", 0),
         ("RECONCILE_GIVE_UP_AFTER", "7d"),
         ("RECONCILE_CONCURRENCY", 0),
-        ("RECONCILE_CHUNK_SIZE", 2.5),
         ("CALLBACK_PUBLISH_BUFFER", -1),
         ("CALLBACK_PUBLISH_BUFFER", 1e4),
         ("CALLBACK_PUBLISH_LINGER", -0.1),
