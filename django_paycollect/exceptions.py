@@ -1,35 +1,21 @@
 r"""The service layer's error contract, and the other exceptions of the Django side.
 
-Every operation of :mod:`django_paycollect.services` that does not do what it was asked raises a
-:class:`ServiceLayerError`, one of four siblings, each with a stable :attr:`~ServiceLayerError.error_code`:
+Every operation of :mod:`django_paycollect.services` that does not do what it was asked raises one of four
+siblings under :class:`ServiceLayerError`, each with a stable ``error_code``: :class:`PaymentRefused` (the
+input, refused by our checks or by the service), :class:`StateConflict` (the state of what it acts on forbids
+it), :class:`NotFound` (the service does not know it) and :class:`ServiceUnavailable` (nothing happened; try
+again later). The two that name fields are Django ``ValidationError``\ s, so a form shows them on their
+fields. A state-changing operation that was sent returns its row instead, whose state says succeeded or
+unknown; when the service refused it, or it never left, the row it left is the exception's ``record``.
 
-* :class:`PaymentRefused` (``refused``): the input was refused, by our own checks before anything was stored
-  or sent, or by the service's answer; ``message_dict`` names the fields.
-* :class:`StateConflict` (``conflict``): our checks refused it because of the state of what it acts on, not
-  the input's shape (a refund over what is still refundable, a capture of an unpaid transaction, a series
-  already cancelled); ``message_dict`` names the fields. Nothing was stored or sent.
-* :class:`NotFound` (``not_found``): the service does not know the transaction or promocode asked for.
-* :class:`ServiceUnavailable` (``service_unavailable``): the service could not be asked (the request never
-  left this machine), or gave no usable answer to a read (an answer that is not what the spec says
-  included). Nothing changed at the service: try again later.
-
-The two that name fields are Django ``ValidationError``\ s, so a form shows them on their fields. A
-state-changing operation that was sent returns its row instead, whose state says succeeded or unknown; when
-the service refused it, or it never left, the row it left (in its failed state) is the exception's
-:attr:`record`.
-
-:class:`PayCollectConfigurationError` is outside the contract, on purpose: our configuration is missing or
-wrong (settings, a stored key that cannot be decrypted, credentials the service refuses). It is Django's
-``ImproperlyConfigured``, the site's fault and not the customer's, so a caller catching the contract to
-tell a customer something does not hide it: each surface reports it to the site's staff and logs.
+:class:`PayCollectConfigurationError` is outside the contract, on purpose: Django's ``ImproperlyConfigured``,
+the site's fault and not the customer's, so a caller catching the contract to tell a customer something does
+not hide it. :class:`ServiceUsageError` is a bug of the caller (a state-changing call inside
+``transaction.atomic``).
 
 Their ``messages`` are for people, worded when they are read, in the language active then (our own words
-are lazy, :func:`lazy_text`): the admin and the REST API show them in the language of the request, while
-:func:`describe_error` keeps a record in English. The service's own refusals are its words, shown as they
-come.
-
-:class:`ServiceUsageError` is none of these: it is a bug of the caller (a state-changing call inside
-``transaction.atomic``), and should surface as one.
+are lazy, :func:`lazy_text`), while :func:`describe_error` keeps a record in English. The service's own
+refusals are its words, shown as they come.
 """
 
 from __future__ import annotations
@@ -89,7 +75,10 @@ class ServiceLayerError(Exception):
     """
 
     error_code: ClassVar[str] = "error"
-    record: Any = None
+
+    def __init__(self, *args: Any, record: Any = None) -> None:
+        super().__init__(*args)
+        self.record = record
 
     @property
     def messages(self) -> list[str]:
@@ -125,11 +114,14 @@ class StateConflict(ValidationError, ServiceLayerError):
 @dataclass(frozen=True)
 class Refusal:
     """Why an operation is refused before anything is sent, because of the state of what it acts on: the
-    field it is about and the message, worded when read. A model says it (``Transaction.refund_refusal``),
-    the service layer raises it as a :class:`StateConflict` (:meth:`conflict`), the admin shows it."""
+    field it is about and the message, worded when read (``str()``). A model says it (``refund_refusal``), the
+    service layer raises it as a :class:`StateConflict`, the admin shows it."""
 
     field: str
     message: StrOrPromise
+
+    def __str__(self) -> str:
+        return str(self.message)
 
     def conflict(self) -> StateConflict:
         return StateConflict({self.field: [self.message]})
@@ -141,28 +133,22 @@ class NotFound(ServiceLayerError):
 
     error_code = "not_found"
 
-    def __init__(self, message: StrOrPromise, *, record: Any = None) -> None:
-        super().__init__(message)
-        self.record = record
-
 
 class ServiceUnavailable(ServiceLayerError):
     """The service could not be asked, or gave no usable answer to a read: nothing changed there.
 
     Raised for a read that met a connection failure, a timeout, a 5xx, a 429, a page that is not the
-    service's envelope, or an envelope without what the spec says it carries (``calls.broken_answer``),
-    and for a state-changing call whose request never left this machine (its row is ``record``, in its
-    failed state, so it may be asked again). ``retry_after`` is the wait the service asked for (a 429), in
-    seconds, or None. A state-changing call that was sent and got no usable answer does not raise: it
-    returns its row with the outcome unknown.
+    service's envelope or one without what the spec says it carries, and for a state-changing call whose
+    request never left this machine (its row is ``record``, in its failed state, so it may be asked again).
+    ``retry_after`` is the wait a 429 asked for, in seconds, or None. A state-changing call that was sent
+    and got no usable answer does not raise: it returns its row with the outcome unknown.
     """
 
     error_code = "service_unavailable"
 
     def __init__(self, message: str, *, retry_after: float | None = None, record: Any = None) -> None:
-        super().__init__(message)
+        super().__init__(message, record=record)
         self.retry_after = retry_after
-        self.record = record
 
     @property
     def messages(self) -> list[str]:
@@ -172,12 +158,9 @@ class ServiceUnavailable(ServiceLayerError):
 
 
 class PayCollectConfigurationError(ImproperlyConfigured):
-    """The PAYCOLLECT setting is missing something or holds a wrong value, a stored key cannot be
-    decrypted, or the service refuses the configured credentials.
-
-    Outside :class:`ServiceLayerError` on purpose: the site's fault, for its staff and its logs, never told
-    a customer as "try again later". ``messages``, ``error_code`` and ``record`` read as the contract's.
-    """
+    """A setting is missing or wrong, a stored key cannot be decrypted, or the service refuses our
+    credentials: the site's fault, outside :class:`ServiceLayerError` on purpose (never told a customer as
+    "try again later"). ``messages``, ``error_code`` and ``record`` read as the contract's."""
 
     error_code: ClassVar[str] = "configuration"
     record: Any = None

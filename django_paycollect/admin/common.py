@@ -40,20 +40,16 @@ _M = TypeVar("_M", bound=Model)
 LISTED_ITEMS = 20
 #: Identifiers and amounts kept whole in a right-to-left admin (an Arabic one).
 ADMIN_CSS = "paycollect/admin.css"
-#: What the admin reports to staff instead of raising: the service layer's error contract, and a configuration
-#: error (outside the contract: the site's own fault, which staff can have fixed).
+#: What the admin reports to staff instead of raising: the error contract, and a misconfiguration.
 REPORTED_ERRORS = (ServiceLayerError, PayCollectConfigurationError)
 
 
 def error_text(error: ServiceLayerError | PayCollectConfigurationError) -> str:
-    """What staff read about one of :data:`REPORTED_ERRORS`, in the request's language: its messages; for a
-    configuration error, that it is one and where to look; for a service that could not be asked, the
-    client's error by name."""
+    """What staff read about one of :data:`REPORTED_ERRORS`, in the request's language: its messages, saying
+    which is a misconfiguration, and the client's error by name for a service that could not be asked."""
     why = " ".join(error.messages)
     if isinstance(error, PayCollectConfigurationError):
-        return gettext("The payments configuration is wrong: %(why)s (manage.py check lists what to fix)") % {
-            "why": why
-        }
+        return gettext("The payments configuration is wrong: %(why)s (see manage.py check)") % {"why": why}
     if isinstance(error, ServiceUnavailable) and error.__cause__ is not None:
         why = f"{why} ({type(error.__cause__).__name__})"
     return why

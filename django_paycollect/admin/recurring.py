@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin import helpers
@@ -31,15 +31,6 @@ from .common import (
     link,
 )
 from .filters import CommunityFilter
-
-if TYPE_CHECKING:
-    from django_stubs_ext import StrOrPromise
-
-
-def cancel_refusal(series: RecurringSeries) -> StrOrPromise | None:
-    """Why cancelling ``series`` would be refused before anything is sent, or None."""
-    refusal = series.cancel_refusal()
-    return refusal.message if refusal is not None else None
 
 
 def confirm_cancel_recurring(
@@ -74,7 +65,7 @@ def confirm_cancel_recurring(
             "renewals": shown[one.pk].renewal_count if one.pk in shown else one.renewal_count,
             "parent": parents.get(one.parent_uuid),
             "url": change_url(one),
-            "refusal": cancel_refusal(one),
+            "refusal": one.cancel_refusal(),
         }
         for one in series
     ]

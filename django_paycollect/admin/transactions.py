@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from django.contrib import admin, messages
@@ -42,9 +41,6 @@ from .recurring import (
     confirm_cancel_recurring,
 )
 
-if TYPE_CHECKING:
-    from django_stubs_ext import StrOrPromise
-
 #: How many transactions one refund page handles (one amount field each).
 REFUND_PAGE_LIMIT = 50
 
@@ -54,12 +50,6 @@ def holding_of(txn: Transaction) -> Decimal:
     # Quantized: SQLite hands sums back as 5 rather than 5.00, and the amounts are compared as text.
     holding: Decimal = getattr(txn, "holding", None) or ZERO
     return Decimal(holding).quantize(ZERO)
-
-
-def refund_refusal(txn: Transaction) -> StrOrPromise | None:
-    """Why the refund page offers no amount for ``txn`` (the service would refuse it), or None."""
-    refusal = txn.refund_refusal()
-    return refusal.message if refusal is not None else None
 
 
 # --- transactions ------------------------------------------------------------------------------------
@@ -371,7 +361,7 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
         if not candidates:
             messages.error(request, gettext("Refund: no transaction selected."))
             return HttpResponseRedirect(changelist)
-        refusals = {txn: refund_refusal(txn) for txn in candidates}
+        refusals = {txn: txn.refund_refusal() for txn in candidates}
         refundable = {txn: txn.refundable_amount for txn in candidates if refusals[txn] is None}
         form = RefundForm(refundable, request.POST if request.method == "POST" else None)
         if (

@@ -53,8 +53,7 @@ CONFIGURATION_TEXT = _("Payments are not available right now; the site's staff h
 
 
 def field_errors(refused: ServiceLayerError) -> dict[str, list[str]]:
-    """``{"dotted.path": [texts]}`` of a refusal, ``__all__`` (or a refusal naming no field) under DRF's
-    non-field key."""
+    """``{"dotted.path": [texts]}`` of a refusal; ``__all__`` or no field named: DRF's non-field key."""
     if isinstance(refused, ValidationError) and hasattr(refused, "error_dict"):
         found = refused.message_dict
     else:
@@ -107,9 +106,5 @@ def contract_response(error: Exception) -> Response | None:
         return Response(
             {"code": CONFIGURATION, "detail": str(CONFIGURATION_TEXT)},
             status=status.HTTP_503_SERVICE_UNAVAILABLE,
-        )
-    if isinstance(error, ServiceLayerError):  # a kind added later: never a 500 with its text
-        return Response(
-            {"code": error.error_code, "detail": " ".join(error.messages)}, status=status.HTTP_400_BAD_REQUEST
         )
     return None

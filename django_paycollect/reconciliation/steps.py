@@ -26,11 +26,11 @@ from ..models import ApiCall, DirectOrder, HousekeepingRun, RecurringSeries, Ref
 from .report import Finding, Progress, ProgressCallback, Summary
 
 logger = logging.getLogger("django_paycollect.reconciliation")
+_MISCONFIGURED = "reconciliation: %s %s: the payments configuration is wrong: %s"
 
 _CHUNK = 200
-#: Past this many open transactions, the ``paycollect.reconcile`` task hands them to other workers as
-#: ``reconcile_chunk`` tasks of this many each, so several workers fetch at once (a constant, not a setting:
-#: only how the work is shared out, which no site had a reason to turn).
+#: Past this many open transactions, the reconcile task hands them to other workers in ``reconcile_chunk``
+#: tasks of this many each (a constant: how work is shared out, which no site had a reason to turn).
 CHUNK_SIZE = 500
 #: How often an open transaction more than a day old is fetched again (at most).
 STALE_OPEN_INTERVAL = timedelta(hours=6)
@@ -102,12 +102,7 @@ class Run:
                 finding = step.handle(self, item)
             except Exception as exc:  # one bad item must not stop the run
                 if isinstance(exc, PayCollectConfigurationError):  # the site's fault: said, with no traceback
-                    logger.error(
-                        "reconciliation: %s %s: the payments configuration is wrong: %s",
-                        step.phase,
-                        item.pk,
-                        describe_error(exc),
-                    )
+                    logger.error(_MISCONFIGURED, step.phase, item.pk, describe_error(exc))
                 elif not isinstance(exc, ServiceLayerError):
                     logger.exception("reconciliation: %s %s failed", step.phase, item.pk)
                 finding = step.describe(item)

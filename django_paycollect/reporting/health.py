@@ -26,9 +26,8 @@ from .figures import Period
 #: Percentiles of the time from a callback's receipt to its verification, measured over the period's latest
 #: verified callbacks, at most :data:`VERIFICATION_SAMPLE` of them.
 PERCENTILES = (50, 95)
-#: How many of the latest verified callbacks the verification times are measured over, so a report's cost does
-#: not grow with the traffic: enough for a stable 95th percentile, read in a few milliseconds (a constant, not
-#: a setting: nothing but a benchmark had a reason to turn it).
+#: How many latest verified callbacks they are measured over, so a report's cost does not grow with the
+#: traffic (a constant: only a benchmark had a reason to turn it).
 VERIFICATION_SAMPLE = 10_000
 
 

@@ -12,9 +12,8 @@ else. The rules they keep:
   fetches the truth. They run through one helper (:func:`guarded_write`) and refuse to run inside
   ``transaction.atomic``, where a rollback after the call would forget what the service did;
 * one error contract for every function (:mod:`django_paycollect.exceptions`): it returns, or
-  raises ``PaymentRefused``, ``StateConflict``, ``NotFound`` or ``ServiceUnavailable``
-  (:func:`contract_error` maps the client's errors); a configuration error is Django's
-  ``ImproperlyConfigured``, outside the contract.
+  raises ``PaymentRefused``, ``StateConflict``, ``NotFound`` or ``ServiceUnavailable`` (:func:`contract_error`
+  maps the client's errors); a misconfiguration is an ``ImproperlyConfigured``, outside the contract.
 
 A package by concern; every public name is importable from here (``services.refund(...)``):
 

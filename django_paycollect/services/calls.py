@@ -227,9 +227,8 @@ def contract_error(
 
 
 def broken_answer(operation: str, missing: str) -> ServiceUnavailable:
-    """The error of a read answered with a success envelope that lacks what the spec says it carries: no
-    usable answer, as an HTML page instead of the envelope would be (and not the customer's input refused).
-    Every read that needs a field of its answer raises this when it is missing."""
+    """What every read raises when its answer lacks the field it is for: no usable answer (as an HTML page
+    instead of the envelope), not the customer's input refused."""
     return ServiceUnavailable(f"{operation}: the service's answer has no {missing}")
 
 

@@ -42,8 +42,7 @@ def prepare_amount(
     payment_method: str | None = None,
     community_id: str | None = None,
 ) -> Decimal:
-    """The total with the service's fees for ``amount`` (what Pay must charge when fees are in the bill).
-    An answer without ``total_amount`` is no usable answer (:class:`ServiceUnavailable`)."""
+    """The total with the service's fees for ``amount`` (what Pay must charge when fees are in the bill)."""
     amount = money_argument(amount, "amount")
     config = community_config(community_id)
     client = get_client(config)
@@ -209,9 +208,8 @@ def start_payment(
 def capture(txn: Transaction, *, user: Any = None) -> Transaction:
     """Capture a successful transaction. Recorded as pending before the call; never resent.
 
-    Returns the transaction, its ``capture_state`` captured or unknown; refused because of its state,
-    :class:`StateConflict`; refused by the service, :class:`PaymentRefused`; never sent,
-    :class:`ServiceUnavailable`.
+    Returns the transaction, its ``capture_state`` captured or unknown; refused, :class:`StateConflict` (its
+    state) or :class:`PaymentRefused` (the service); never sent, :class:`ServiceUnavailable`.
     """
     _require_autocommit("capture")
 
@@ -258,10 +256,7 @@ def validate_promocode(
     community_id: str | None = None,
     variable_amount_id: int | None = None,
 ) -> PromocodeValidated:
-    """Check a promocode for an amount; pass ``promocode_id`` of the result to :func:`start_payment`.
-
-    The service's refusal is :class:`PaymentRefused`, a code it does not know :class:`NotFound`; an answer
-    without the ``promocode_id`` Pay needs is no usable answer (:class:`ServiceUnavailable`)."""
+    """Check a promocode for an amount; pass ``promocode_id`` of the result to :func:`start_payment`."""
     amount = money_argument(amount, "amount")
     config = community_config(community_id)
     client = get_client(config)

@@ -23,9 +23,9 @@ from .sync import sync_transaction
 def cancel_recurring(series: RecurringSeries, *, user: Any = None) -> RecurringSeries:
     """Stop future charges of a recurring series (past charges are unaffected). Never resent.
 
-    Returns the series, its ``cancel_state`` cancelled or unknown; refused because of its state,
-    :class:`StateConflict`; refused by the service, :class:`PaymentRefused`; never sent,
-    :class:`ServiceUnavailable` (a failed or unknown cancellation may be asked again).
+    Returns the series, its ``cancel_state`` cancelled or unknown; refused, :class:`StateConflict` (its state)
+    or :class:`PaymentRefused` (the service); never sent, :class:`ServiceUnavailable` (a failed or unknown
+    cancellation may be asked again).
     """
     _require_autocommit("cancel_recurring")
 

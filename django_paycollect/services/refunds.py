@@ -90,11 +90,10 @@ def refund(
     ``expected_refundable`` is what the caller showed the user: when it changed meanwhile (a
     second click, another refund), the refund is refused under the lock instead of doubled.
 
-    Returns the refund, succeeded or unknown. Refused by our checks, :class:`PaymentRefused` (the amount)
-    or :class:`StateConflict` (the transaction's state, what is still refundable) and no refund is
-    stored; refused by the service, :class:`PaymentRefused` with the failed refund as
-    ``record`` (``refund_failed`` is sent); never sent, :class:`ServiceUnavailable`, the failed refund
-    as ``record``.
+    Returns the refund, succeeded or unknown. Refused by our checks, :class:`PaymentRefused` (the amount) or
+    :class:`StateConflict` (what is refundable), no refund stored; refused by the service,
+    :class:`PaymentRefused` with the failed refund as ``record`` (``refund_failed`` is sent); never sent,
+    :class:`ServiceUnavailable`, the failed refund as ``record``.
     """
     _require_autocommit("refund")
     expected_refundable = money_argument(

@@ -37,10 +37,8 @@ NOT_SENT_RETRY_DELAYS = (10, 60, 300)
 # Idempotent tasks: redelivered when the worker dies before finishing (see the module docstring).
 _REDELIVERABLE: dict[str, Any] = {"bind": True, "acks_late": True, "reject_on_worker_lost": True}
 _READ: dict[str, Any] = {**_REDELIVERABLE, "max_retries": READ_MAX_RETRIES}
-# State-changing tasks: acknowledged before they run, never redelivered. A refusal is an expected outcome
-# (bad input, the state forbids it, refused or unknown to the service), logged without a traceback. A
-# configuration error is not: the site's fault, logged with its traceback, and never retried (as nothing
-# but ServiceUnavailable is), since it fails the same way until someone fixes it.
+# State-changing tasks: acknowledged before they run, never redelivered. A refusal is expected, logged without
+# a traceback; a misconfiguration is logged with one, and never retried (only ServiceUnavailable is).
 _WRITE: dict[str, Any] = {
     "bind": True,
     "acks_late": False,

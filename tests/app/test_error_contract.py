@@ -321,7 +321,7 @@ def test_the_admin_tells_staff_a_misconfiguration_as_one(admin_client, settings)
     told = [str(m) for m in get_messages(answer.wsgi_request)]
     assert told == [
         f"Capture: 1 failed. {paid}: The payments configuration is wrong: "
-        "settings.PAYCOLLECT['API_KEY'] is required (manage.py check lists what to fix)"
+        "settings.PAYCOLLECT['API_KEY'] is required (see manage.py check)"
     ]
     paid.refresh_from_db()
     assert paid.capture_state == Transaction.CAPTURE_NONE  # the claim was rolled back: it may be asked again
