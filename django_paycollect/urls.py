@@ -8,7 +8,7 @@
 
 from django.urls import path
 
-from . import views
+from .intake import views
 
 app_name = "paycollect"
 

@@ -38,7 +38,7 @@ class CallbackTokenRedactingLogger(Logger):
     def atoms(self, resp: Any, req: Any, environ: dict[str, Any], request_time: timedelta) -> dict[str, Any]:
         atoms: dict[str, Any] = super().atoms(resp, req, environ, request_time)
         # Imported on the first request, in the worker, once Django is set up (the master never needs it).
-        from django_paycollect.callbacks import redact_callback_path
+        from django_paycollect.intake.receive import redact_callback_path
 
         script = environ.get("SCRIPT_NAME", "")
         spellings: dict[str, str] = {}  # each spelling of the path -> the same without the token

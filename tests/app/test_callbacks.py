@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hmac
+import ipaddress
 import json
 import logging
 import time
@@ -28,8 +29,9 @@ from django.db import OperationalError, connections
 from django.urls import reverse
 from django.utils import timezone
 
-from django_paycollect import callbacks, services, tasks
+from django_paycollect import services, tasks
 from django_paycollect.conf import DEFAULTS
+from django_paycollect.intake import receive
 from django_paycollect.models import DirectOrder, FetchMark, ReceivedCallback, RecurringSeries, Transaction
 from django_paycollect.sandbox.envelope import dumps
 from django_paycollect.services import callback_ledger
@@ -325,7 +327,7 @@ def test_a_rotated_token_is_accepted_and_only_its_position_is_stored(client, set
 def test_no_configured_token_accepts_nothing(client, settings):
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "CALLBACK_TOKENS": []}
     assert post(client, body_for()).status_code == 404
-    assert callbacks.match_token("") is None
+    assert receive.match_token("") is None
     assert not ReceivedCallback.objects.exists()
 
 
@@ -338,12 +340,12 @@ def test_tokens_are_compared_in_constant_time_with_every_configured_one(settings
         compared.append(b)
         return real(a, b)
 
-    monkeypatch.setattr(callbacks.hmac, "compare_digest", spy)
-    assert callbacks.match_token("first-token-0123456789") == 0
+    monkeypatch.setattr(receive.hmac, "compare_digest", spy)
+    assert receive.match_token("first-token-0123456789") == 0
     assert compared == [b"first-token-0123456789", b"second-tok"]  # no early exit
-    assert callbacks.match_token("second-tok") == 1
-    assert callbacks.match_token("second-to") is None
-    assert callbacks.match_token("sécond-tok") is None  # non-ASCII compares as bytes, no TypeError
+    assert receive.match_token("second-tok") == 1
+    assert receive.match_token("second-to") is None
+    assert receive.match_token("sécond-tok") is None  # non-ASCII compares as bytes, no TypeError
 
 
 @pytest.mark.django_db
@@ -376,7 +378,7 @@ def test_a_body_longer_than_declared_limit_is_cut_and_recorded_truncated(client,
     response = client.post(URL, data=body, content_type="application/json", CONTENT_LENGTH="100")
     # Django reads what Content-Length says: a 100-byte prefix, not JSON.
     assert response.status_code == 400
-    with mock.patch.object(callbacks, "_content_length", return_value=None):
+    with mock.patch.object(receive, "_content_length", return_value=None):
         response = client.post(URL, data=body, content_type="application/json")
     assert response.status_code == 413
     callback = ReceivedCallback.objects.latest("pk")
@@ -789,7 +791,7 @@ def test_a_missing_or_wrong_secret_answers_403_and_is_stored_invalid_without_it(
 def test_the_right_secret_is_accepted_and_never_stored(client, secret_configured, no_worker, monkeypatch):
     compared = []
     real = hmac.compare_digest
-    monkeypatch.setattr(callbacks.hmac, "compare_digest", lambda a, b: compared.append(b) or real(a, b))
+    monkeypatch.setattr(receive.hmac, "compare_digest", lambda a, b: compared.append(b) or real(a, b))
     body = body_for(**{"paycollect secret": secret_configured, "Seats": 2})
     assert post(client, body).status_code == 200
     callback = ReceivedCallback.objects.get()
@@ -840,7 +842,7 @@ def test_with_the_right_secret_the_callback_is_verified(client, paycollect_live,
 
 
 def nets(*entries: str) -> tuple[Any, ...]:
-    return callbacks._networks(entries)
+    return tuple(ipaddress.ip_network(entry, strict=False) for entry in entries)
 
 
 @pytest.mark.parametrize(
@@ -872,7 +874,7 @@ def nets(*entries: str) -> tuple[Any, ...]:
 )
 def test_the_client_ip_is_the_rightmost_address_not_a_trusted_proxy(remote, forwarded, trusted, expected):
     meta = {"REMOTE_ADDR": remote, "HTTP_X_FORWARDED_FOR": forwarded}
-    assert callbacks.client_ip(meta, nets(*trusted)) == expected
+    assert receive.client_ip(meta, nets(*trusted)) == expected
 
 
 @pytest.mark.django_db

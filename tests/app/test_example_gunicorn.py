@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from django_paycollect.callbacks import redact_callback_path
 from django_paycollect.client.redaction import REDACTED
+from django_paycollect.intake.receive import redact_callback_path
 from tests.conftest import CALLBACK_TOKEN
 from tests.example_project import ROOT, run_example
 from tests.servers import free_port, gunicorn_command

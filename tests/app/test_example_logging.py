@@ -21,14 +21,14 @@ os.environ["DJANGO_SETTINGS_MODULE"] = "clubsite.settings"
 import django
 django.setup()
 from django.test import Client
-from django_paycollect import callbacks
+from django_paycollect.intake import receive
 
 token = os.environ["PAYCOLLECT_CALLBACK_TOKENS"]
 
 def broken(offered):
     raise RuntimeError(f"the token check broke on {offered}")
 
-callbacks.match_token = broken
+receive.match_token = broken
 client = Client(HTTP_HOST="127.0.0.1", raise_request_exception=False)
 answer = client.post(f"/payments/callback/{token}/", data="{}", content_type="application/json")
 print("status", answer.status_code)

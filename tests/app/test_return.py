@@ -23,7 +23,8 @@ from django.contrib.staticfiles import finders
 from django.core.cache import cache
 from django.utils import translation
 
-from django_paycollect import services, tasks, views
+from django_paycollect import services, tasks
+from django_paycollect.intake import views
 from django_paycollect.models import ReceivedCallback, Transaction
 from django_paycollect.sandbox.envelope import dumps
 from tests.conftest import CALLBACK_TOKEN

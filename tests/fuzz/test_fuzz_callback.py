@@ -39,8 +39,9 @@ from django.test import Client
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from django_paycollect import callbacks, services, tasks
+from django_paycollect import services, tasks
 from django_paycollect.conf import DEFAULTS
+from django_paycollect.intake import receive
 from django_paycollect.models import ReceivedCallback
 from django_paycollect.serializers import CALLBACK_FIELDS, looks_like_uuid
 from tests.conftest import CALLBACK_TOKEN
@@ -214,13 +215,13 @@ def check(request: Request, response: Any, ledger: Ledger, delay: mock.MagicMock
         assert row.body == ""  # refused unread
     elif status == 413:
         assert row.body.endswith("[truncated]")
-        assert len(row.body) <= callbacks.OVERSIZED_EXCERPT_BYTES + len("… [truncated]")
+        assert len(row.body) <= receive.OVERSIZED_EXCERPT_BYTES + len("… [truncated]")
     assert len(row.body) <= 2 * LIMIT  # the raw text, or the document re-written without a secret
     assert "\x00" not in row.body
-    assert set(row.headers) <= set(callbacks.STORED_HEADERS)
+    assert set(row.headers) <= set(receive.STORED_HEADERS)
     for value in row.headers.values():
         assert isinstance(value, str)
-        assert len(value) <= callbacks.HEADER_MAX_CHARS
+        assert len(value) <= receive.HEADER_MAX_CHARS
         assert "\x00" not in value
     if row.remote_addr is not None:
         ipaddress.ip_address(row.remote_addr)

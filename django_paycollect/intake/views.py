@@ -1,4 +1,4 @@
-"""The callback endpoint and the browser return: thin views over :mod:`django_paycollect.callbacks`.
+"""The callback endpoint and the browser return: thin views over :mod:`.receive` and :mod:`.returns`.
 
 Neither view changes a transaction itself: the callback view stores and queues, the return view
 asks the service layer to fetch. Both are marked ``transaction.non_atomic_requests`` so that under
@@ -21,9 +21,9 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
-from . import callbacks, returns
-from .conf import paycollect_settings
-from .serializers import ReturnParametersSerializer
+from ..conf import paycollect_settings
+from ..serializers import ReturnParametersSerializer
+from . import receive, returns
 
 logger = logging.getLogger("django_paycollect.views")
 
@@ -52,16 +52,16 @@ def callback(request: HttpRequest, token: str) -> HttpResponse:
     JSON, wrong fields), 403 (secret), 413 (too big) for a callback stored as invalid; 404 and
     nothing stored for an unknown token; 405 for another method; 503 when it could not be stored.
     """
-    index = callbacks.match_token(token)
+    index = receive.match_token(token)
     if index is None:
-        logger.warning("callback refused: unknown token (from %s)", callbacks.client_ip(request.META) or "?")
+        logger.warning("callback refused: unknown token (from %s)", receive.client_ip(request.META) or "?")
         return _unlogged(JsonResponse({"received": False, "error": "not found"}, status=404))
     if request.method != "POST":
         response = JsonResponse({"received": False, "error": "method not allowed"}, status=405)
         response["Allow"] = "POST"
         return _unlogged(response)
     try:
-        received = callbacks.receive(request, index)
+        received = receive.receive(request, index)
     except Exception:
         # The database is down or worse: 503 asks the sender to try again (nothing was stored).
         logger.exception("a callback could not be stored")

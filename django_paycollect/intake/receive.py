@@ -30,12 +30,12 @@ from django.http import HttpRequest
 from django.http.request import RawPostDataException
 from django.urls import Resolver404, resolve
 
-from . import services, tasks
-from .client.money import MAX_JSON_DEPTH, loads_json, too_deep
-from .conf import paycollect_settings
-from .models import json_safe
-from .redaction import REDACTED, callback_secrets, scrub, scrub_all
-from .serializers import CALLBACK_FIELDS, CallbackBodySerializer, fast_callback_claims
+from .. import services, tasks
+from ..client.money import MAX_JSON_DEPTH, loads_json, too_deep
+from ..conf import paycollect_settings
+from ..models import json_safe
+from ..redaction import REDACTED, callback_secrets, scrub, scrub_all
+from ..serializers import CALLBACK_FIELDS, CallbackBodySerializer, fast_callback_claims
 
 logger = logging.getLogger("django_paycollect.callbacks")
 

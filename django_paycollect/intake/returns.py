@@ -13,11 +13,11 @@ import math
 
 from django.core.cache import cache
 
-from . import services
-from .conf import paycollect_settings
-from .exceptions import NotFound
-from .ids import canonical_uuid
-from .models import ReceivedCallback, Transaction
+from .. import services
+from ..conf import paycollect_settings
+from ..exceptions import NotFound
+from ..ids import canonical_uuid
+from ..models import ReceivedCallback, Transaction
 
 logger = logging.getLogger("django_paycollect.returns")
 
