@@ -1,16 +1,14 @@
-"""Callback intake: the HTTP side of what the service POSTs to us, and nothing more.
+"""Callback intake: a callback's request read once, and nothing more.
 
-It reads the body (bounded), refuses what cannot be a callback (stored as *invalid*, answered 4xx), checks
-the optional shared secret, parses the claims, and hands them to the callback ledger
+It matches the URL's token, reads the client's address and the headers kept, reads the body (bounded),
+refuses what cannot be a callback (stored as *invalid*, answered 4xx), checks the optional shared secret,
+parses the claims (:mod:`.parsing`), and hands them to the callback ledger
 (:mod:`django_paycollect.services.callback_ledger`), which stores and deduplicates them; then, after the
-commit, it hands the callback to the process's publisher (``tasks.hand_on``), which sends it to the worker
-from its own thread: the request does not wait for the broker. Verification, the state of a stored
-callback, the sweep and reprocessing are the ledger's.
+commit, it hands the callback on (``tasks.hand_on``): the request does not wait for the broker.
+Verification, the state of a stored callback, the sweep and reprocessing are the ledger's.
 
-Only ``transaction_uuid`` (or a ``transaction_id`` holding the uuid) decides what to fetch. Every other
-field is a hint: a malformed one never refuses the callback; it is stored as not sent and named in
-``hint_errors``, which flags the callback in the admin. Our secrets (URL tokens, the echoed secret) are
-removed from everything stored (:mod:`django_paycollect.redaction`).
+Our secrets (URL tokens, the echoed secret) are removed from everything stored
+(:mod:`django_paycollect.redaction`).
 """
 
 from __future__ import annotations
@@ -35,7 +33,8 @@ from ..client.money import MAX_JSON_DEPTH, loads_json, too_deep
 from ..conf import paycollect_settings
 from ..models import json_safe
 from ..redaction import REDACTED, callback_secrets, scrub, scrub_all
-from ..serializers import CALLBACK_FIELDS, CallbackBodySerializer, fast_callback_claims
+from .fastpath import fast_callback_claims
+from .parsing import CALLBACK_FIELDS, CallbackBodySerializer
 
 logger = logging.getLogger("django_paycollect.callbacks")
 
@@ -279,24 +278,23 @@ def _read_and_parse(request: HttpRequest, secrets: list[str]) -> tuple[str, dict
         raise _Refused(400, "the body holds a NUL character or a lone surrogate escape", body=text)
 
     secret_problem, document, text = _check_secret(document, text)
-    # The plain shapes are checked by a function sharing the serializer's rules (DRF's per-instance
-    # machinery was a tenth of a callback's cost); anything else, and every refusal, by the serializer.
+    # The plain shapes have a faster reading with the parser's results (.fastpath); anything else, and every
+    # refusal, is the parser's.
     fast = fast_callback_claims(document)
+    data: Mapping[str, Any] | None
     if fast is not None:
-        data, hints = fast
-        claims = scrub_all(_claims(data, document, hints), secrets)
-        if secret_problem:
-            raise _Refused(403, secret_problem, body=text, claims=claims)
-        return text, claims
-    serializer = CallbackBodySerializer(data=document)
-    valid = serializer.is_valid()
-    hints = getattr(serializer, "hint_errors", {})
-    claims = scrub_all(_claims(serializer.validated_data, document, hints), secrets) if valid else {}
+        (data, hints), errors = fast, None
+    else:
+        serializer = CallbackBodySerializer(data=document)
+        valid = serializer.is_valid()
+        data, hints = (serializer.validated_data if valid else None), serializer.hint_errors
+        errors = None if valid else serializer.errors
+    claims = scrub_all(_claims(data, document, hints), secrets) if data is not None else {}
     if secret_problem:
         # The claims are kept (when well formed) so the admin shows what the forgery pretended.
         raise _Refused(403, secret_problem, body=text, claims=claims)
-    if not claims:
-        reason = "wrong fields: " + _flatten(serializer.errors)
+    if errors is not None:
+        reason = "wrong fields: " + _flatten(errors)
         if hints:
             reason += "; also malformed: " + _flatten(hints)
         raise _Refused(400, reason, body=text, claims={"hint_errors": scrub_all(hints, secrets)})

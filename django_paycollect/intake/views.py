@@ -22,8 +22,8 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
 from ..conf import paycollect_settings
-from ..serializers import ReturnParametersSerializer
 from . import receive, returns
+from .parsing import ReturnParametersSerializer
 
 logger = logging.getLogger("django_paycollect.views")
 

@@ -169,6 +169,24 @@ def test_a_forged_failure_for_a_paid_payment_still_goes_to_success(client, urls,
     assert response["Location"].startswith("/shop/paid/")
 
 
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {"amount": "9" * 40},
+        {"total_amount_piasters": "1" * 33, "transaction_status": "S" * 65},
+        {"member_id": "M" * 101},
+        {"transaction_id": "x" * 65},  # neither the uuid nor an id: set aside, the uuid decides
+    ],
+    ids=["amount", "piasters and status", "member id", "transaction id"],
+)
+def test_an_overlong_claim_never_stops_a_return_its_uuid_decides(client, urls, pay, no_throttle, claims):
+    txn = pay("100.00")
+    urls.control.complete(txn.uuid, "SUCCESSFUL")
+    query = {**pay_params(txn), **claims}
+    assert client.get(RETURN, query)["Location"] == f"/shop/paid/?transaction_uuid={txn.uuid}"
+    assert client.get(STATUS, query).json() == {"status": "SUCCESSFUL"}
+
+
 def test_the_spec_variant_with_member_id_and_a_transaction_id_holding_the_uuid(
     client, urls, pay, no_throttle
 ):

@@ -41,9 +41,10 @@ from hypothesis import strategies as st
 
 from django_paycollect import services, tasks
 from django_paycollect.conf import DEFAULTS
+from django_paycollect.ids import looks_like_uuid
 from django_paycollect.intake import receive
+from django_paycollect.intake.parsing import CALLBACK_FIELDS
 from django_paycollect.models import ReceivedCallback
-from django_paycollect.serializers import CALLBACK_FIELDS, looks_like_uuid
 from tests.conftest import CALLBACK_TOKEN
 from tests.hypothesis_profiles import FULL, examples
 

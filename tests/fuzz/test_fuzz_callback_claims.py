@@ -1,6 +1,7 @@
-"""The callback view's fast check of a body's claims (``serializers.fast_callback_claims``) against
-``CallbackBodySerializer``, whose rules it shares: on every generated body it either defers to the
-serializer (None) or gives exactly the serializer's ``validated_data`` and ``hint_errors``.
+"""The fast reading of a callback body's claims (``intake.fastpath.fast_callback_claims``) against the one
+parser, ``intake.parsing.CallbackBodySerializer``, whose rules it shares: on every generated body, in English
+and in Arabic, it either defers to the parser (None) or gives exactly the parser's ``validated_data`` and
+``hint_errors``, the hints' words included.
 
 1,000 bodies mixing the spec's shapes with the values the serializer refuses or converts: numbers as text,
 text as numbers, blanks, nulls, booleans, uuids in every spelling, amounts with three decimals or fifteen
@@ -12,10 +13,12 @@ from __future__ import annotations
 import uuid as uuid_lib
 from decimal import Decimal
 
+from django.utils import translation
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from django_paycollect.serializers import CallbackBodySerializer, fast_callback_claims
+from django_paycollect.intake.fastpath import fast_callback_claims
+from django_paycollect.intake.parsing import CallbackBodySerializer
 from tests.fuzz.support import fuzz_settings
 
 UUID = "3f1c2a9e-8b7d-4c6e-9f00-1b2c3d4e5f60"
@@ -93,20 +96,27 @@ bodies = st.one_of(plain_bodies, noisy_bodies)
 
 
 @fuzz_settings(1000)
-@given(bodies)
-@example({"transaction_uuid": UUID, "transaction_status": "SUCCESSFUL", "total_amount": Decimal("100.00")})
+@given(bodies, st.sampled_from(["en", "ar"]))
 @example(
-    {"transaction_id": UUID.upper(), "transaction_status": "PENDING", "recurring": {"is_sub_payment": 1}}
+    {"transaction_uuid": UUID, "transaction_status": "SUCCESSFUL", "total_amount": Decimal("100.00")}, "en"
 )
-@example({"transaction_uuid": UUID, "transaction_id": str(uuid_lib.UUID(int=7))})
-@example({"transaction_uuid": UUID, "total_amount": Decimal("1" * 5000 + ".0")})  # too many digits for int()
-@example({"transaction_uuid": UUID, "total_amount": Decimal("123456789012.34")})
-def test_the_fast_check_agrees_with_the_serializer_or_defers_to_it(body):
-    fast = fast_callback_claims(body)
-    if fast is None:
-        return
-    serializer = CallbackBodySerializer(data=body)
-    assert serializer.is_valid(), (body, serializer.errors)
+@example(
+    {"transaction_id": UUID.upper(), "transaction_status": "PENDING", "recurring": {"is_sub_payment": 1}},
+    "en",
+)
+@example({"transaction_uuid": UUID, "transaction_id": str(uuid_lib.UUID(int=7))}, "en")
+@example(
+    {"transaction_uuid": UUID, "total_amount": Decimal("1" * 5000 + ".0")}, "en"
+)  # too many digits for int()
+@example({"transaction_uuid": UUID, "total_amount": Decimal("123456789012.34")}, "en")
+@example({"transaction_uuid": UUID}, "ar")  # no status: a hint, in the active language either way
+def test_the_fast_reading_agrees_with_the_parser_or_defers_to_it(body, language):
+    with translation.override(language):
+        fast = fast_callback_claims(body)
+        if fast is None:
+            return
+        serializer = CallbackBodySerializer(data=body)
+        assert serializer.is_valid(), (body, serializer.errors)
     data, hints = fast
     assert data == serializer.validated_data
     assert hints == serializer.hint_errors
@@ -129,3 +139,12 @@ def test_the_spec_s_callback_takes_the_fast_path():
     serializer = CallbackBodySerializer(data=body)
     assert serializer.is_valid()
     assert fast_callback_claims(body) == (serializer.validated_data, {})
+
+
+def test_a_body_without_a_status_is_noted_in_the_active_language_by_both_readings():
+    body = {"transaction_uuid": UUID, "total_amount": Decimal("150.00")}
+    for language, words in (("en", "No status was sent."), ("ar", "لم تُرسل أي حالة.")):
+        with translation.override(language):
+            serializer = CallbackBodySerializer(data=body)
+            assert serializer.is_valid()
+            assert fast_callback_claims(body) == (serializer.validated_data, {"transaction_status": [words]})

@@ -38,8 +38,8 @@ from django_paycollect import services
 from django_paycollect.conf import paycollect_settings
 from django_paycollect.exceptions import ServiceLayerError, ServiceUnavailable
 from django_paycollect.forms import BillingDataForm
+from django_paycollect.intake.parsing import service_id_of
 from django_paycollect.models import DirectOrder, Transaction
-from django_paycollect.serializers import service_id_of
 
 from .forms import InvoiceForm, JoinForm
 from .models import CURRENCY, PRICES, ZERO, Billing, Membership, PayUsing, Plan, price_of
