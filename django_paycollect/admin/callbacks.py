@@ -220,7 +220,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
                 )
                 continue
             # The changelist is non-atomic, so the task is sent now (and, eager, runs now).
-            transaction.on_commit(partial(tasks.queue_verification, callback.pk, force=True))
+            transaction.on_commit(partial(tasks.hand_on, callback.pk, force=True))
             after = ReceivedCallback.objects.only("state", "error").get(pk=callback.pk)
             if after.state == ReceivedCallback.PROCESSED:
                 outcomes.succeeded.append(label)

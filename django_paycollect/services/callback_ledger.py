@@ -11,8 +11,8 @@ failed. The states::
        +--queueing failed--+        duplicate, invalid: final when stored
 
 Nothing here talks to a broker: the functions that claim a callback return it, and the caller hands it
-to the worker after the commit (``tasks.hand_on``, ``tasks.queue_verification``). A callback left *queued*
-because that never happened is found by the sweep (:func:`claim_stuck_callbacks`) once overdue.
+to the worker after the commit (``tasks.hand_on``, the one route). A callback left *queued* because that
+never happened is found by the sweep (:func:`claim_stuck_callbacks`) once overdue.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ def reprocess_callback(callback_id: int, *, afresh: bool = True, here: bool = Fa
     someone else meanwhile). ``afresh``: only a fetch sent from now on answers it, and one made moments ago
     does not defer it. ``here``: verified now, in this process, and its state after that is returned;
     otherwise *queued* is returned and the caller hands it to the worker after the commit
-    (``tasks.queue_verification``; should that never happen, the sweep does).
+    (``tasks.hand_on``; should that never happen, the sweep does).
     """
     if not requeue_callback(callback_id, fresh=afresh):
         return None

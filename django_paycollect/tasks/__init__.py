@@ -11,7 +11,7 @@ dates as ISO text, users as ids. Results are small dicts of the same kind.
 Delivery rules, and why:
 
 * Reads (``sync_transaction``, ``fetch_statistics``, ``prepare_amount``, ``validate_promocode``),
-  ``process_callback`` and ``process_callbacks``, ``reconcile`` and ``prune`` are idempotent: running them
+  ``process_callbacks``, ``reconcile`` and ``prune`` are idempotent: running them
   twice gives the same state (verification applies what the service says, under a row lock, through a status
   machine that only moves forward). They ack late and are requeued when their worker dies
   (``acks_late``, ``reject_on_worker_lost``), and reads retry with backoff on the service layer's
@@ -42,16 +42,10 @@ from .callbacks import (
     hand_on as hand_on,
 )
 from .callbacks import (
-    process_callback as process_callback,
-)
-from .callbacks import (
     process_callbacks as process_callbacks,
 )
 from .callbacks import (
     publisher as publisher,
-)
-from .callbacks import (
-    queue_verification as queue_verification,
 )
 from .callbacks import (
     sweep as sweep,

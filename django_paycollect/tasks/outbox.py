@@ -16,18 +16,25 @@ its buffer leaves their rows *queued*: the sweep queues them again once overdue 
 the callbacks arrive), the next is published in its own request, as a warning says. At exit the process
 publishes what waits, for at most :data:`EXIT_WAIT` seconds.
 
-The thread starts with the first callback, and a forked child (gunicorn's workers) starts its own: ids
-buffered in the parent are the parent's to publish.
+Nothing happens at import: the thread starts with the first callback, and registers then what a fork and the
+process's exit need. A forked child (gunicorn's workers) starts its own: ids buffered in the parent are the
+parent's to publish. Under uWSGI without Python threads a thread would not run between requests, so there
+callbacks are published in their request (:func:`threads_run`).
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
+import importlib
 import logging
+import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from django import db
 
@@ -71,6 +78,9 @@ class Publisher:
         self._not_queued = not_queued
         self._capacity = capacity
         self._linger = linger
+        self._hooked = (
+            False  # the fork and exit hooks, registered with the first thread (a child inherits them)
+        )
         self._reset()
 
     def _reset(self) -> None:
@@ -97,13 +107,20 @@ class Publisher:
             self._waiting.append(callback_id)
             self.stats.submitted += 1
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="paycollect-publisher", daemon=True)
-                self._thread.start()
+                self._start()
             # Woken only when it waits for a first id, or to publish a full message: not for every id,
             # which would cost the requests a thread switch each.
             if len(self._waiting) in (1, MAX_IDS_PER_MESSAGE):
                 self._wakeup.notify()
         return True
+
+    def _start(self) -> None:
+        if not self._hooked:
+            os.register_at_fork(after_in_child=self.after_fork_in_child)
+            atexit.register(self.close)
+            self._hooked = True
+        self._thread = threading.Thread(target=self._run, name="paycollect-publisher", daemon=True)
+        self._thread.start()
 
     def waiting(self) -> int:
         return len(self._waiting)
@@ -191,3 +208,45 @@ class Publisher:
         finally:
             # This thread answers no request: nothing else closes its connection.
             db.connections.close_all()
+
+
+@functools.cache
+def threads_run() -> bool:
+    """Whether a thread this process starts runs between requests: not under uWSGI started without Python
+    threads (neither ``enable-threads`` nor ``threads`` above 1), which holds the interpreter while it waits
+    for the next request. There callbacks are published in their request, as a warning says once. Read at
+    the first callback, never at import."""
+    try:
+        uwsgi = importlib.import_module("uwsgi")  # exists only inside a uWSGI process
+    except ImportError:
+        return True
+    options = getattr(uwsgi, "opt", {})
+    if _option_on(options.get("enable-threads")) or _threads(options.get("threads")) > 1:
+        return True
+    logger.warning(
+        "uWSGI runs this process without Python threads: callbacks are published to the worker in their "
+        "request, not by the publisher thread (set enable-threads = true)"
+    )
+    return False
+
+
+def _option_on(value: Any) -> bool:
+    # uWSGI gives options as bytes, a bool for a bare flag, or a list when given more than once.
+    if isinstance(value, list):
+        return any(_option_on(item) for item in value)
+    if isinstance(value, bytes):
+        value = value.decode(errors="replace")
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "0", "false", "no", "off", "n", "f")
+    return bool(value)
+
+
+def _threads(value: Any) -> int:
+    if isinstance(value, list):
+        value = value[-1] if value else None
+    if isinstance(value, bytes):
+        value = value.decode(errors="replace")
+    try:
+        return int(value) if value is not None else 0
+    except (TypeError, ValueError):
+        return 0

@@ -105,8 +105,8 @@ def callbacks_to_us(paycollect_live: Any, live_server: Any) -> str:
 @pytest.fixture
 def no_worker() -> Any:
     """Callbacks are stored and queued, but no task runs (what the ingest alone does)."""
-    with mock.patch.object(tasks.process_callback, "delay") as delay:
-        yield delay
+    with mock.patch.object(tasks.process_callbacks, "apply_async") as publish:
+        yield publish
 
 
 @pytest.fixture
@@ -491,7 +491,7 @@ def test_a_malformed_hint_never_refuses_the_callback_it_is_stored_as_not_sent_an
         assert callback.merchant_id == "community-1"
     assert json.loads(callback.body) == json.loads(dumps(body_for(**change)))
     assert callback.dedupe_key == services.dedupe_key(UUID, callback.claimed_status)
-    no_worker.assert_called_once_with(callback.pk)
+    no_worker.assert_called_once_with(([callback.pk],))
 
 
 @pytest.mark.django_db
@@ -619,7 +619,7 @@ def test_the_spec_variants_are_parsed_into_the_stored_claims(client, no_worker):
         "Weight in kg": "72.5",
         "Comment": None,
     }
-    no_worker.assert_called_once_with(callback.pk)
+    no_worker.assert_called_once_with(([callback.pk],))
 
 
 @pytest.mark.django_db
@@ -655,7 +655,7 @@ def test_a_redelivery_is_stored_as_a_duplicate_and_not_queued_again(client, no_w
     assert duplicate.duplicate_of == original
     assert duplicate.dedupe_key is None
     assert duplicate.body == original.body
-    no_worker.assert_called_once_with(original.pk)
+    no_worker.assert_called_once_with(([original.pk],))
     # Another claimed status for the same uuid is news, not a duplicate.
     post(client, body_for(status="FAILED"))
     assert ReceivedCallback.objects.filter(state=ReceivedCallback.QUEUED).count() == 2
@@ -670,7 +670,7 @@ def test_a_redelivery_gives_a_failed_original_another_chance_once(client, no_wor
     post(client, body_for())
     original.refresh_from_db()
     assert original.state == ReceivedCallback.QUEUED
-    assert [c.args for c in no_worker.call_args_list] == [(original.pk,), (original.pk,)]
+    assert [c.args for c in no_worker.call_args_list] == [(([original.pk],),)] * 2
     assert ReceivedCallback.objects.filter(state=ReceivedCallback.DUPLICATE).count() == 2
 
 
@@ -712,7 +712,8 @@ def test_a_redelivery_verifies_again_an_original_the_service_had_not_confirmed_y
 
 @committed
 def test_a_broker_that_cannot_be_reached_leaves_the_callback_stored_for_the_command(client, caplog):
-    with mock.patch.object(tasks.process_callback, "delay", side_effect=ConnectionRefusedError("broker")):
+    refused = ConnectionRefusedError("broker")
+    with mock.patch.object(tasks.process_callbacks, "apply_async", side_effect=refused):
         response = post(client, body_for())
     assert response.status_code == 200  # stored: the sender need not send it again
     callback = ReceivedCallback.objects.get()

@@ -59,7 +59,7 @@ def test_three_hundred_distinct_claims_about_one_uuid_cost_two_fetches(
 
     interval_passes()
     for pk in waiting.order_by("pk").values_list("pk", flat=True):
-        assert tasks.process_callback.apply(args=[pk]).get() == CB.PROCESSED
+        assert tasks.process_callbacks.apply(args=[[pk]]).get() == {CB.PROCESSED: 1}
     # One more fetch, sent after they were all queued, answered the 299 of them.
     assert fetches(sb) == 2
     assert CB.objects.filter(state=CB.PROCESSED).count() == 300
@@ -78,7 +78,7 @@ def test_a_uuid_the_service_does_not_know_is_asked_about_once_per_interval(clien
     assert CB.objects.filter(state=CB.FAILED).count() == 1
     interval_passes()
     for pk in CB.objects.filter(state=CB.QUEUED).values_list("pk", flat=True):
-        tasks.process_callback.apply(args=[pk])
+        tasks.process_callbacks.apply(args=[[pk]])
     assert fetches(sb) == 2
     failed = CB.objects.filter(state=CB.FAILED)
     assert failed.count() == 50

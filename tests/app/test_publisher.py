@@ -6,8 +6,10 @@ a fork and the process's exit each lose nothing. Then the task that verifies a b
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -27,6 +29,7 @@ from django_paycollect.services import callback_ledger
 from django_paycollect.tasks import outbox
 from django_paycollect.tasks.outbox import MAX_IDS_PER_MESSAGE, Publisher
 from tests.app.test_callbacks import body_for, post
+from tests.example_project import ROOT
 
 CB = ReceivedCallback
 #: The callback view's hand-on runs after the commit: these tests commit.
@@ -167,6 +170,62 @@ def test_exit_publishes_what_waits_and_counts_what_it_could_not(make_publisher, 
     assert "they stay queued, and the sweep queues them again" in caplog.text
 
 
+def test_the_first_callback_starts_the_thread_and_registers_the_fork_and_exit_hooks_once(make_publisher):
+    with (
+        mock.patch.object(outbox.os, "register_at_fork") as at_fork,
+        mock.patch.object(outbox.atexit, "register") as at_exit,
+    ):
+        before = set(threading.enumerate())
+        publisher = make_publisher()
+        assert set(threading.enumerate()) == before  # made: nothing runs yet
+        assert not at_fork.called
+        assert not at_exit.called
+        publisher.submit(1)
+        publisher.submit(2)
+        assert publisher.flush(timeout=5)
+        publisher.after_fork_in_child()  # as in a forked child, which inherits the hooks
+        publisher.submit(3)
+        assert publisher.flush(timeout=5)
+    at_fork.assert_called_once_with(after_in_child=publisher.after_fork_in_child)
+    at_exit.assert_called_once_with(publisher.close)
+
+
+IMPORT_THE_APP = """
+import atexit, json, os, sys, threading
+registered = []
+os.register_at_fork = lambda **hooks: registered.append(("fork", repr(hooks)))
+atexit.register = lambda function, *args, **kwargs: registered.append(("exit", repr(function))) or function
+looked_up = []
+
+class NoUwsgi:
+    def find_spec(self, name, path=None, target=None):
+        if name == "uwsgi":
+            looked_up.append(name)
+        return None
+
+sys.meta_path.insert(0, NoUwsgi())
+import django
+django.setup()
+before = set(threading.enumerate())
+import django_paycollect.admin, django_paycollect.intake.views, django_paycollect.tasks
+import django_paycollect.urls
+from django.urls import reverse
+reverse("paycollect:callback", args=["token"])
+started = [t.name for t in set(threading.enumerate()) - before]
+ours = [entry for entry in registered if "django_paycollect" in entry[1] or "Publisher" in entry[1]]
+print(json.dumps({"hooks": ours, "threads": started, "uwsgi": looked_up}))
+"""
+
+
+def test_importing_the_app_starts_no_thread_registers_no_hook_and_reads_no_uwsgi_option():
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(  # noqa: S603 (our own script)
+        [sys.executable, "-c", IMPORT_THE_APP], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"hooks": [], "threads": [], "uwsgi": []}
+
+
 # The fork is the point: the parent's publisher thread is running, and the child must start its own.
 @pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning")
 def test_a_forked_child_publishes_its_own_callbacks_and_never_its_parents(make_publisher, broker):
@@ -175,7 +234,6 @@ def test_a_forked_child_publishes_its_own_callbacks_and_never_its_parents(make_p
     assert publisher.flush(timeout=5)
     publisher.submit(2)  # waits in the parent for the linger
     read, write = os.pipe()
-    os.register_at_fork(after_in_child=publisher.after_fork_in_child)  # as tasks.callbacks registers it
     pid = os.fork()
     if pid == 0:  # the child: report what its publisher sent, then leave at once
         try:
@@ -201,7 +259,7 @@ def test_a_forked_child_publishes_its_own_callbacks_and_never_its_parents(make_p
 @pytest.fixture
 def not_eager() -> Iterator[None]:
     """Celery with a broker, as in production (the tests' app is eager)."""
-    conf = tasks.process_callback.app.conf
+    conf = tasks.process_callbacks.app.conf
     before = conf.task_always_eager
     # Both spellings: Celery before 5.7 reads the project's CELERY_-prefixed setting before the plain key.
     conf.task_always_eager = conf["CELERY_TASK_ALWAYS_EAGER"] = False
@@ -214,23 +272,23 @@ def not_eager() -> Iterator[None]:
 @committed
 def test_eager_celery_verifies_in_the_request_as_before(client):
     with (
-        mock.patch.object(tasks.process_callback, "delay") as delay,
+        mock.patch.object(tasks.process_callbacks, "apply_async") as publish,
         mock.patch.object(outbox.Publisher, "submit") as submit,
     ):
         assert post(client, body_for()).status_code == 200
-    delay.assert_called_once_with(CB.objects.get().pk)
+    publish.assert_called_once_with(([CB.objects.get().pk],))
     submit.assert_not_called()
 
 
 @committed
 def test_with_a_broker_the_request_only_hands_the_callback_to_the_publisher(client, not_eager):
     with (
-        mock.patch.object(tasks.process_callback, "delay") as delay,
+        mock.patch.object(tasks.process_callbacks, "apply_async") as publish,
         mock.patch.object(tasks.publisher, "submit", return_value=True) as submit,
     ):
         assert post(client, body_for()).status_code == 200
     submit.assert_called_once_with(CB.objects.get().pk)
-    delay.assert_not_called()
+    publish.assert_not_called()
     assert CB.objects.get().state == CB.QUEUED
 
 
@@ -242,9 +300,9 @@ def test_a_callback_the_buffer_cannot_take_is_published_in_its_request(
     if why == "buffer off":
         settings.PAYCOLLECT = {**settings.PAYCOLLECT, "CALLBACK_PUBLISH_BUFFER": 0}
     full = mock.patch.object(tasks.publisher, "submit", return_value=False)
-    with mock.patch.object(tasks.process_callback, "delay") as delay, full as submit:
+    with mock.patch.object(tasks.process_callbacks, "apply_async") as publish, full as submit:
         assert post(client, body_for()).status_code == 200
-    delay.assert_called_once_with(CB.objects.get().pk)
+    publish.assert_called_once_with(([CB.objects.get().pk],))
     if why == "buffer full":
         submit.assert_called_once()
         assert (
@@ -263,10 +321,10 @@ def under_uwsgi(monkeypatch) -> Iterator[Callable[[dict[str, Any]], None]]:
         module = type(os)("uwsgi")
         module.opt = options  # type: ignore[attr-defined]
         monkeypatch.setitem(sys.modules, "uwsgi", module)
-        tasks.callbacks.threads_run.cache_clear()
+        outbox.threads_run.cache_clear()
 
     yield started_with
-    tasks.callbacks.threads_run.cache_clear()
+    outbox.threads_run.cache_clear()
 
 
 @committed
@@ -288,15 +346,18 @@ def test_under_uwsgi_without_threads_callbacks_are_published_in_their_request(
 ):
     under_uwsgi(options)
     with (
-        mock.patch.object(tasks.process_callback, "delay") as delay,
+        mock.patch.object(tasks.process_callbacks, "apply_async") as publish,
         mock.patch.object(tasks.publisher, "submit", return_value=True) as submit,
     ):
         for uuid in ("3f1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f60", "7d1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f61"):
             assert post(client, body_for(uuid)).status_code == 200
     ids = list(CB.objects.order_by("pk").values_list("pk", flat=True))
-    handed, bypassed = (submit, delay) if publisher else (delay, submit)
-    assert [c.args for c in handed.call_args_list] == [(pk,) for pk in ids]
-    assert bypassed.call_count == 0
+    if publisher:
+        assert [c.args for c in submit.call_args_list] == [(pk,) for pk in ids]
+        publish.assert_not_called()
+    else:
+        assert [c.args for c in publish.call_args_list] == [(([pk],),) for pk in ids]
+        submit.assert_not_called()
     warnings = [
         r for r in caplog.records if "uWSGI runs this process without Python threads" in r.getMessage()
     ]
@@ -306,9 +367,9 @@ def test_under_uwsgi_without_threads_callbacks_are_published_in_their_request(
 @committed
 def test_a_broken_setting_never_turns_the_answer_into_an_error(client, not_eager, settings, caplog):
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "CALLBACK_PUBLISH_BUFFER": "many"}  # paycollect.E010
-    with mock.patch.object(tasks.process_callback, "delay") as delay:
+    with mock.patch.object(tasks.process_callbacks, "apply_async") as publish:
         assert post(client, body_for()).status_code == 200
-    delay.assert_called_once_with(CB.objects.get().pk)
+    publish.assert_called_once_with(([CB.objects.get().pk],))
     assert "the publisher could not take it; published in its request" in caplog.text
 
 
@@ -433,10 +494,10 @@ def test_a_callback_that_must_wait_goes_on_alone_and_the_batch_does_not_wait():
         stack.enter_context(
             mock.patch.object(services, "run_verification", side_effect=lambda pk, **kw: results[pk])
         )
-        later = stack.enter_context(mock.patch.object(tasks.process_callback, "apply_async"))
+        later = stack.enter_context(mock.patch.object(tasks.process_callbacks, "apply_async"))
         states = run_in_worker(stack, tasks.process_callbacks, ids)
     assert states == {CB.PROCESSED: 1, CB.QUEUED: 1, CB.FAILED: 1}
-    later.assert_called_once_with((ids[1],), countdown=4.5)
+    later.assert_called_once_with(([ids[1]],), countdown=4.5)
 
 
 @pytest.mark.django_db
@@ -463,3 +524,32 @@ def test_a_database_down_mid_batch_retries_the_callbacks_not_verified_yet():
     assert retry.call_args.kwargs["kwargs"] == {}
     assert retry.call_args.kwargs["countdown"] == tasks.CALLBACK_DATABASE_RETRY_DELAYS[0]
     assert set(CB.objects.filter(pk__in=ids[2:]).values_list("state", flat=True)) == {CB.QUEUED}
+
+
+@pytest.mark.django_db
+def test_a_persons_verify_again_is_published_in_the_request_and_forced(not_eager):
+    (pk,) = queued(1)
+    with (
+        mock.patch.object(tasks.process_callbacks, "apply_async") as publish,
+        mock.patch.object(tasks.publisher, "submit", return_value=True) as submit,
+    ):
+        tasks.hand_on(pk, force=True)
+    publish.assert_called_once_with(([pk], True))
+    submit.assert_not_called()
+
+
+@pytest.mark.django_db
+def test_a_forced_batch_is_verified_forced_and_a_callback_that_waits_stays_forced():
+    ids = queued(2)
+    results = {
+        ids[0]: services.Verification(CB.PROCESSED),
+        ids[1]: services.Verification(CB.QUEUED, retry_in=30),
+    }
+    with ExitStack() as stack:
+        verify = stack.enter_context(
+            mock.patch.object(services, "run_verification", side_effect=lambda pk, **kw: results[pk])
+        )
+        later = stack.enter_context(mock.patch.object(tasks.process_callbacks, "apply_async"))
+        run_in_worker(stack, tasks.process_callbacks, ids, True)
+    assert [c.kwargs["force"] for c in verify.call_args_list] == [True, True]
+    later.assert_called_once_with(([ids[1]], True), countdown=30)

@@ -370,7 +370,7 @@ def test_a_direct_order_payment_unknown_to_us_waits_for_its_callback_then_succee
 
     # The callback arrives (stored, its verification not run yet): now the return may fetch it.
     body = {"transaction_uuid": uuid, "transaction_status": "SUCCESSFUL", "payment_id": order.payment_id}
-    with mock.patch.object(tasks.process_callback, "delay"):
+    with mock.patch.object(tasks.process_callbacks, "apply_async"):
         client.post(f"/paycollect/callback/{CALLBACK_TOKEN}/", dumps(body), content_type="application/json")
     response = follow(client, location)
     assert response["Location"] == f"/shop/paid/?transaction_uuid={uuid}"

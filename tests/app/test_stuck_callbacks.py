@@ -141,7 +141,7 @@ def test_a_callback_whose_queueing_failed_is_verified_by_the_next_sweep(
     txn = pay("100.00")
     sb.control.complete(txn.uuid, "SUCCESSFUL")
     down = ConnectionRefusedError("broker down")
-    with mock.patch.object(tasks.process_callback, "delay", side_effect=down):
+    with mock.patch.object(tasks.process_callbacks, "apply_async", side_effect=down):
         assert post(client, txn.uuid).status_code == 200
     callback = CB.objects.get()
     assert callback.state == CB.RECEIVED
@@ -334,7 +334,7 @@ def test_a_database_error_is_retried_and_the_callback_left_waiting(where):
     down = OperationalError("server closed the connection unexpectedly")
     with ExitStack() as stack:
         retry = stack.enter_context(
-            mock.patch.object(tasks.process_callback, "retry", side_effect=Retry("retry", down))
+            mock.patch.object(tasks.process_callbacks, "retry", side_effect=Retry("retry", down))
         )
         if where == "verification":
             stack.enter_context(mock.patch.object(callback_ledger, "verify_callback", side_effect=down))
@@ -343,10 +343,10 @@ def test_a_database_error_is_retried_and_the_callback_left_waiting(where):
                 mock.patch.object(callback_ledger, "verify_callback", side_effect=RuntimeError("bug"))
             )
             stack.enter_context(mock.patch.object(callback_ledger, "callback_failed", side_effect=down))
-        tasks.process_callback.push_request(id="t-db-down", retries=0, is_eager=False)
-        stack.callback(tasks.process_callback.pop_request)
+        tasks.process_callbacks.push_request(id="t-db-down", retries=0, is_eager=False)
+        stack.callback(tasks.process_callbacks.pop_request)
         with pytest.raises(Retry):
-            tasks.process_callback.run(callback.pk)
+            tasks.process_callbacks.run([callback.pk])
     assert retry.call_args.kwargs["countdown"] == tasks.CALLBACK_DATABASE_RETRY_DELAYS[0]
     callback.refresh_from_db()
     assert callback.state == CB.QUEUED

@@ -65,7 +65,7 @@ WRITES = [
     tasks.cancel_recurring,
     tasks.create_community,
 ]
-IDEMPOTENT = [*READS, tasks.process_callback, tasks.reconcile, tasks.reconcile_chunk, tasks.prune]
+IDEMPOTENT = [*READS, tasks.process_callbacks, tasks.reconcile, tasks.reconcile_chunk, tasks.prune]
 
 
 @pytest.mark.parametrize("task", IDEMPOTENT, ids=lambda t: t.name)
@@ -488,14 +488,15 @@ def test_create_community_with_its_answer_lost(paycollect_live):
 # --- callbacks and housekeeping ------------------------------------------------------------------------
 
 
-def test_process_callback_task_verifies_and_is_idempotent(paycollect_live, pay, signal_log):
+def test_process_callbacks_task_verifies_and_is_idempotent(paycollect_live, pay, signal_log):
     txn = pay("45.00")
     paycollect_live.control.complete(txn.uuid)
     callback = ReceivedCallback.objects.create(
         state=ReceivedCallback.QUEUED, transaction_uuid=txn.uuid, claimed_status="SUCCESSFUL"
     )
-    assert run(tasks.process_callback, "t-callback", callback_id=callback.pk) == ReceivedCallback.PROCESSED
-    assert run(tasks.process_callback, "t-callback", callback_id=callback.pk) == ReceivedCallback.PROCESSED
+    processed = {ReceivedCallback.PROCESSED: 1}
+    assert run(tasks.process_callbacks, "t-callback", callback_ids=[callback.pk]) == processed
+    assert run(tasks.process_callbacks, "t-callback", callback_ids=[callback.pk]) == processed
     callback.refresh_from_db()
     assert callback.task_id == "t-callback"
     assert callback.attempts == 1
@@ -503,12 +504,12 @@ def test_process_callback_task_verifies_and_is_idempotent(paycollect_live, pay, 
     assert calls("get_transaction")[0].task_id == "t-callback"
 
 
-def test_process_callback_task_records_a_failure_in_eager_mode_without_retrying(paycollect_live, pay):
+def test_process_callbacks_task_records_a_failure_in_eager_mode_without_retrying(paycollect_live, pay):
     txn = pay("45.00")
     callback = ReceivedCallback.objects.create(state=ReceivedCallback.QUEUED, transaction_uuid=txn.uuid)
     paycollect_live.control.fault("fetch_transaction", "status", status=503, times=None)
     try:
-        assert run(tasks.process_callback, "t-callback-down", callback_id=callback.pk) == "failed"
+        assert run(tasks.process_callbacks, "t-callback-down", callback_ids=[callback.pk]) == {"failed": 1}
     finally:
         paycollect_live.control.clear_faults()
     callback.refresh_from_db()

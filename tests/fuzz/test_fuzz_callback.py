@@ -4,7 +4,7 @@ either stored (200, or 400/403/413 stored as invalid) or refused with a 4xx that
 5,000 generated requests go through the real view with Django's test client, on a database in autocommit
 (as in production: the view is non-atomic). The body reaches the view through a plain byte stream, so a
 Content-Length that lies reads short, as a real server's stream does. Verification is not what is fuzzed
-here: ``tasks.process_callback.delay`` is a mock (a stored callback stays queued) and ``BASE_URL`` is a
+here: ``tasks.process_callbacks.apply_async`` is a mock (a stored callback stays queued) and ``BASE_URL`` is a
 port where nothing listens.
 
 * :func:`test_arbitrary_requests_are_stored_or_refused_never_a_5xx`: 3,000 requests with arbitrary bytes,
@@ -152,7 +152,7 @@ def ingest_only(settings: Any, closed_base_url: str) -> Iterator[mock.MagicMock]
         "CALLBACK_TOKENS": [CALLBACK_TOKEN, OLD_TOKEN],
         "TRUSTED_PROXIES": [str(network) for network in TRUSTED],
     }
-    with mock.patch.object(tasks.process_callback, "delay") as delay:
+    with mock.patch.object(tasks.process_callbacks, "apply_async") as delay:
         yield delay
 
 
@@ -201,7 +201,7 @@ def check(request: Request, response: Any, ledger: Ledger, delay: mock.MagicMock
         key = services.dedupe_key(row.transaction_uuid, row.claimed_status)
         if row.state == ReceivedCallback.QUEUED:
             assert row.dedupe_key == key
-            assert delay.call_args == mock.call(row.pk)  # queued after the commit
+            assert delay.call_args == mock.call(([row.pk],))  # queued after the commit
         else:
             assert row.dedupe_key is None
             original = ReceivedCallback.objects.get(pk=row.duplicate_of_id)

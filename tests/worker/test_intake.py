@@ -54,7 +54,7 @@ def test_callbacks_are_published_together_and_verified_promptly(
     paycollect_live, start_worker, start_web, settings
 ):
     uuids = paid_at_the_sandbox(paycollect_live, 60)
-    worker = start_worker(concurrency=2)
+    start_worker(concurrency=2)
     # Half a second between publishes: however slowly the machine answers, the 60 go in a few messages.
     configure(settings, CALLBACK_PUBLISH_LINGER=0.5)
     web = start_web()
@@ -72,7 +72,6 @@ def test_callbacks_are_published_together_and_verified_promptly(
     print(f"\n60 callbacks verified by {len(per_task)} tasks; receipt to verification: median {median:.3f} s")
     assert max(per_task.values()) > 1  # handed on together, not one message each
     assert max(per_task.values()) <= CALLBACKS_PER_TASK  # a large batch shared out among the workers
-    assert "Task paycollect.process_callback[" not in worker.log_text()
 
 
 def test_a_web_process_that_exits_publishes_what_it_holds(paycollect_live, start_worker, start_web, settings):
