@@ -28,8 +28,8 @@ from django_paycollect.models import ReceivedCallback
 from django_paycollect.services import callback_ledger
 from django_paycollect.tasks import outbox
 from django_paycollect.tasks.outbox import MAX_IDS_PER_MESSAGE, Publisher
-from tests.app.test_callbacks import body_for, post
 from tests.example_project import ROOT
+from tests.support.callbacks import body_for, post
 
 CB = ReceivedCallback
 #: The callback view's hand-on runs after the commit: these tests commit.
