@@ -1,14 +1,11 @@
 """The one parser of what the service sends us: callback bodies and browser return parameters.
 
-Nothing read here is trusted: it only says which transaction a message is about (``transaction_uuid``, or a
-``transaction_id`` holding the uuid; a return may name the service's numeric id instead) and keeps what the
-message claims for the record. Verification fetches the transaction from the service.
-
-Both follow one rule: what names the transaction decides (a uuid that is not one, or two keys naming
-different transactions, and the message names nothing usable); every other field is a hint, and a malformed
-hint is read as if it had not been sent and named in ``hint_errors`` (in the active language, as DRF's own
-messages are), never a reason to refuse a callback or to lose a customer's return. The plain shapes of a
-callback body have a faster reading with the same results (:mod:`.fastpath`).
+Nothing read here is trusted. What names the transaction decides (``transaction_uuid``, or a
+``transaction_id`` holding the uuid; a return may name the service's numeric id instead): a uuid that is not
+one, or two keys naming different transactions, and the message names nothing usable. Every other field is a
+hint: a malformed one is read as if not sent and named in ``hint_errors`` (in the active language, as DRF's
+own messages are), never a reason to refuse a callback or to lose a customer's return. Verification fetches
+the transaction. The plain shapes of a callback body have a faster reading, same results (:mod:`.fastpath`).
 """
 
 from __future__ import annotations
@@ -22,22 +19,6 @@ from rest_framework import serializers
 
 from ..ids import canonical_uuid, looks_like_uuid
 from ..serializers import error_messages
-
-#: Top-level keys of the spec's callback body; every other key is a custom field (labels may hold spaces).
-CALLBACK_FIELDS = frozenset(
-    {
-        "total_amount_piasters",
-        "total_amount",
-        "transaction_uuid",
-        "transaction_id",
-        "transaction_status",
-        "member_id",
-        "payment_id",
-        "merchant_id",
-        "message",
-        "recurring",
-    }
-)
 
 #: The hint noted on a callback that names no status (every callback the spec shows says one).
 NO_STATUS_SENT = _("No status was sent.")
@@ -59,17 +40,23 @@ class TransactionUuidField(serializers.CharField):
         return canonical_uuid(value)
 
 
+def is_transaction_id(value: Any) -> bool:
+    """A uuid as text, or an integer id (a number, or text of digits)."""
+    if isinstance(value, str):
+        return looks_like_uuid(value) or value.strip().isdigit()
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class TransactionIdField(serializers.Field):  # type: ignore[type-arg]
     """``transaction_id``: the uuid (the spec's example callback) or the integer id (Pay's answer)."""
 
     default_error_messages = {"invalid": _("Must be a transaction uuid or an integer id.")}
 
     def to_internal_value(self, data: Any) -> str | int:
-        if isinstance(data, bool) or not isinstance(data, (str, int)):
+        if not is_transaction_id(data):
             self.fail("invalid")
-        if isinstance(data, str) and not (looks_like_uuid(data) or data.strip().isdigit()):
-            self.fail("invalid")
-        return data
+        value: str | int = data
+        return value
 
     def to_representation(self, value: Any) -> Any:
         return value
@@ -209,3 +196,8 @@ class ReturnParametersSerializer(NamedTransactionSerializer):
         attrs = super().validate(attrs)
         attrs["service_id"] = None if attrs["transaction_uuid"] else service_id_of(attrs["transaction_id"])
         return attrs
+
+
+#: Top-level keys of the spec's callback body, the ones the parser reads; every other key is a custom field
+#: (labels may hold spaces).
+CALLBACK_FIELDS = frozenset(CallbackBodySerializer._declared_fields)

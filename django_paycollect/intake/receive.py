@@ -33,6 +33,7 @@ from ..client.money import MAX_JSON_DEPTH, loads_json, too_deep
 from ..conf import paycollect_settings
 from ..models import json_safe
 from ..redaction import REDACTED, callback_secrets, scrub, scrub_all
+from ..serializers import error_messages
 from .fastpath import fast_callback_claims
 from .parsing import CALLBACK_FIELDS, CallbackBodySerializer
 
@@ -371,15 +372,10 @@ def _storable(document: Any) -> bool:
     return True
 
 
-def _flatten(errors: Any, prefix: str = "") -> str:
-    if isinstance(errors, Mapping):
-        return "; ".join(
-            _flatten(value, f"{prefix}{key}." if key != "non_field_errors" else prefix)
-            for key, value in errors.items()
-        )
-    if isinstance(errors, list):
-        return "; ".join(_flatten(item, prefix) for item in errors)
-    return f"{prefix.rstrip('.')}: {errors}" if prefix else str(errors)
+def _flatten(errors: Any) -> str:
+    """DRF's errors (or ``hint_errors``) as one line: ``path: message; path: message``."""
+    messages = error_messages(errors).items()
+    return "; ".join(f"{path}: {text}" if path else text for path, texts in messages for text in texts)
 
 
 def _claims(data: Mapping[str, Any], document: Mapping[str, Any], hints: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,12 +1,9 @@
 """Stored callbacks and the worker: the one route to verification, the task that verifies, and the sweep.
 
-The route: whatever stored or claimed a callback (the callback view, a redelivery, the admin's *Verify again*)
-calls :func:`hand_on` after the commit, and the callback goes, alone or with others, in a
-``paycollect.process_callbacks`` message: from this process's publisher thread (:mod:`.outbox`), so a
-callback's request never waits for the broker, or in the caller's own request where the publisher cannot take
-it. Eager Celery runs the same route inline. A message the broker refuses leaves its callbacks *received* with
-the reason (``services.callback_not_queued``), and anything lost on the way stays in the database: the sweep
-(:func:`sweep`, every minute) hands it on again, the only fallback.
+The route: what stored or claimed a callback calls :func:`hand_on` after the commit, and the callback goes
+in a ``paycollect.process_callbacks`` message, from this process's publisher thread (:mod:`.outbox`) or,
+where that cannot take it, from the caller's request; eager Celery runs it inline. Whatever is lost on the
+way stays in the database, and the sweep (:func:`sweep`, every minute) hands it on again: the only fallback.
 """
 
 from __future__ import annotations
@@ -35,11 +32,10 @@ CALLBACKS_PER_TASK = 10
 def hand_on(callback_id: int, *, force: bool = False) -> None:
     """Hand a committed callback (stored or claimed for verification) to the worker: the one route.
 
-    This process's publisher takes it and publishes it from its own thread. It is published here instead,
-    in the caller's request, with eager Celery (the demo, the tests: verified here and now), with
-    ``CALLBACK_PUBLISH_BUFFER`` 0 or full, under uWSGI without threads, and when ``force`` (a person asked:
-    the admin shows what came of it; a fetch made moments ago does not defer it). A publish that fails
-    leaves it *received* for the sweep: nothing is lost and the sender still gets its 200.
+    This process's publisher publishes it from its own thread; it is published in the caller's request
+    instead with eager Celery (verified here and now), ``CALLBACK_PUBLISH_BUFFER`` 0 or full, uWSGI without
+    threads, and ``force`` (a person asked: a fetch made moments ago does not defer it). A publish that
+    fails leaves it *received* for the sweep: nothing is lost and the sender still gets its 200.
     """
     try:
         buffered = not force and not _eager() and publish_buffer() > 0 and threads_run()

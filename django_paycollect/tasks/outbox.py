@@ -16,10 +16,8 @@ its buffer leaves their rows *queued*: the sweep queues them again once overdue 
 the callbacks arrive), the next is published in its own request, as a warning says. At exit the process
 publishes what waits, for at most :data:`EXIT_WAIT` seconds.
 
-Nothing happens at import: the thread starts with the first callback, and registers then what a fork and the
-process's exit need. A forked child (gunicorn's workers) starts its own: ids buffered in the parent are the
-parent's to publish. Under uWSGI without Python threads a thread would not run between requests, so there
-callbacks are published in their request (:func:`threads_run`).
+Nothing runs at import: the thread starts with the first callback, registering then the fork and exit hooks.
+A forked child (gunicorn's workers) starts its own: ids buffered in the parent are the parent's to publish.
 """
 
 from __future__ import annotations
