@@ -52,27 +52,27 @@ $(STAMP): setup.cfg pyproject.toml
 	@$(BIN)/python -c 'import django, sys; print("$(VENV): Django", django.get_version(), "on Python", sys.version.split()[0])'
 	touch $(STAMP)
 
-# The translation catalogues (.po, committed) and what Django reads (.mo, compiled here, never committed):
-# the app's, the sandbox's and the example project's (its JavaScript's too, djangojs). Needs GNU gettext
-# (Debian: apt-get install gettext).
-PO_FILES := $(wildcard django_paycollect/locale/*/LC_MESSAGES/django.po django_paycollect/sandbox/locale/*/LC_MESSAGES/django.po \
-	example_project/clubsite/members/locale/*/LC_MESSAGES/django.po example_project/clubsite/members/locale/*/LC_MESSAGES/djangojs.po)
-MO_FILES := $(PO_FILES:.po=.mo)
+# The translation catalogues: the .po files and the .mo files Django reads, both committed (as Django's
+# own are), so a plain `pip install` of a checkout or a git URL carries every language: the app's, the
+# sandbox's and the example project's (its JavaScript's too, djangojs). Nothing else compiles them (not the
+# tests, the demo or the build); `make lint` fails when a .mo does not hold what its .po holds. Updating
+# them needs GNU gettext (Debian: apt-get install gettext); compiling does not.
 
-# After marking or changing strings: the catalogues made anew from the sources (then translate and run again).
+# After marking or changing strings: the catalogues made anew from the sources, and the .mo files compiled
+# (then translate, and run it again: that compiles the translations).
 messages: $(STAMP)
 	$(BIN)/python .ci/messages.py update
+	$(BIN)/python .ci/messages.py compile
 
-compile-messages: $(MO_FILES)
-
-$(MO_FILES) &: $(PO_FILES) | $(STAMP)
+# After editing a .po by hand: its .mo compiled again (each .mo is rewritten only when what it holds changed).
+compile-messages: $(STAMP)
 	$(BIN)/python .ci/messages.py compile
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy django_paycollect
-	@# Every marked string in the catalogues, translated (see .ci/messages.py).
+	@# Every marked string in the catalogues, translated, and each .mo current (see .ci/messages.py).
 	$(BIN)/python .ci/messages.py check
 	@# Models and migrations must agree, so no user's makemigrations writes into site-packages.
 	$(BIN)/python -m django makemigrations --check --dry-run --settings=tests.settings
@@ -82,7 +82,7 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 # The browser suite is test-browser's: Playwright's event loop must not share a process with the others.
-test: lint $(MO_FILES)
+test: lint
 	$(PYTEST) $(XDIST) -m "not browser" --cov --cov-report= $(PYTEST_ARGS)
 	$(BIN)/coverage report --skip-covered
 	@echo "--- django_paycollect.client (line coverage, at least 95%):"
@@ -90,7 +90,7 @@ test: lint $(MO_FILES)
 
 # The whole suite on SQLite, without coverage, and the migrations check: one run of the matrix. Worker and
 # PostgreSQL tests skip here as they do without their services; the browser suite is test-browser's.
-test-suite: $(STAMP) $(MO_FILES)
+test-suite: $(STAMP)
 	$(BIN)/python -m django makemigrations --check --dry-run --settings=tests.settings
 	env -u PAYCOLLECT_TEST_POSTGRES -u PAYCOLLECT_TEST_REDIS $(PYTEST) $(XDIST) -m "not browser" $(PYTEST_ARGS)
 
@@ -103,14 +103,14 @@ test-matrix:
 # The whole suite on PostgreSQL, where row locks are real (the race tests run only there); the browser suite
 # is test-browser's (the example project it drives runs on its own SQLite file).
 # Needs PAYCOLLECT_TEST_POSTGRES=host:port:dbname:user; `eval "$$(bash .ci/postgres.sh)"` starts one.
-test-postgres: $(STAMP) $(MO_FILES)
+test-postgres: $(STAMP)
 	@test -n "$$PAYCOLLECT_TEST_POSTGRES" || { echo "set PAYCOLLECT_TEST_POSTGRES (see .ci/postgres.sh)"; exit 2; }
 	env -u PAYCOLLECT_TEST_REDIS $(PYTEST) $(XDIST) -m "not browser" $(PYTEST_ARGS)
 
 # Real Redis broker and Celery worker processes against PostgreSQL (tests/worker), in one pytest process:
 # the tests start the workers themselves.
 # Needs PAYCOLLECT_TEST_POSTGRES and PAYCOLLECT_TEST_REDIS: eval "$$(bash .ci/postgres.sh)"; eval "$$(bash .ci/redis.sh)"
-test-worker: $(STAMP) $(MO_FILES)
+test-worker: $(STAMP)
 	@test -n "$$PAYCOLLECT_TEST_POSTGRES" -a -n "$$PAYCOLLECT_TEST_REDIS" || { echo "set PAYCOLLECT_TEST_POSTGRES and PAYCOLLECT_TEST_REDIS (see .ci/postgres.sh, .ci/redis.sh)"; exit 2; }
 	$(PYTEST) -m worker tests/worker $(PYTEST_ARGS)
 
@@ -125,8 +125,9 @@ $(DOCS_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[docs]' $(DJANGO_REQUIREMENT)
 	touch $(DOCS_STAMP)
 
-# The sdist and the wheel in dist/, built without a warning and checked by twine (see .ci/dist.sh).
-dist: $(STAMP) $(MO_FILES)
+# The sdist and the wheel in dist/, built without a warning, checked by twine, each carrying every compiled
+# catalogue of the package (see .ci/dist.sh).
+dist: $(STAMP)
 	bash .ci/dist.sh $(BIN)/python
 
 # The example project on http://127.0.0.1:8000: SQLite, the sandbox mounted in place of the service (no
@@ -135,7 +136,7 @@ DEMO_HOST ?= 127.0.0.1
 DEMO_PORT ?= 8000
 DEMO_MANAGE = CLUBSITE_SITE_URL=http://$(DEMO_HOST):$(DEMO_PORT) $(BIN)/python example_project/manage.py
 
-demo: $(STAMP) $(MO_FILES)
+demo: $(STAMP)
 	$(DEMO_MANAGE) migrate --noinput
 	$(DEMO_MANAGE) demo_setup
 	@# runserver is threaded: the site calls the mounted sandbox, whose callbacks call the site back.
@@ -152,7 +153,7 @@ $(BROWSER_STAMP): $(STAMP)
 # Chromium tests of the example project and of the documentation site (built first). Skipped by `make test`
 # without /usr/bin/chromium and playwright (see .ci/browser.sh); here a missing browser is an error.
 # PAYCOLLECT_UPDATE_SCREENSHOTS=1 also refreshes docs/_static/screenshots/. Artifacts: test-artifacts/browser/.
-test-browser: $(BROWSER_STAMP) $(MO_FILES)
+test-browser: $(BROWSER_STAMP)
 	@test -f docs/_build/html/quickstart.html || { echo "build the docs first: make docs"; exit 2; }
 	PAYCOLLECT_REQUIRE_BROWSER=1 $(PYTEST) tests/browser $(PYTEST_ARGS)
 

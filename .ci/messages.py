@@ -1,5 +1,5 @@
 """The translation catalogues: update them, check them, compile them (Debian's gettext tools and Django's
-makemessages and compilemessages).
+makemessages).
 
     python .ci/messages.py update    after marking or changing strings: every catalogue made anew from
                                      the sources (then translate the new entries, and run it again)
@@ -10,13 +10,19 @@ makemessages and compilemessages).
                                      time (an f-string, % or .format inside the call, a + of strings:
                                      no catalogue entry can match it), hidden in an f-string (makemessages
                                      does not read those) or translated at import (gettext() in a class
-                                     body, a lazy string formatted there: English for good)
-    python .ci/messages.py compile   the .mo files beside the .po files (make does it before the tests,
-                                     the demo and the build; they are not committed)
+                                     body, a lazy string formatted there: English for good); and each
+                                     committed .mo holds exactly its .po's translations
+    python .ci/messages.py compile   the .mo files beside the .po files, each rewritten only when what it
+                                     holds differs from its .po (make messages, make compile-messages)
 
-`update` and `check` need GNU gettext. Without it, `compile` writes the .mo files itself (so `make demo`
-and `make test` work on a fresh machine) and `check` is skipped with a notice, except in CI (CI set),
-where a missing gettext is an error.
+The .mo files are committed, as Django's own are: a plain `pip install` of a checkout or of a git URL builds
+from the committed tree, and nothing in the build compiles. The check compares what a .mo holds with its .po
+(entries and their translations), not bytes: msgfmt versions write the same catalogue differently, and a
+compile that finds a .mo current leaves it untouched, so they never churn.
+
+`update` and `check` need GNU gettext. Without it, `compile` writes the .mo files itself, and `check` still
+compares them with their .po files, then skips the rest with a notice, except in CI (CI set), where a missing
+gettext is an error.
 
 Catalogues are sorted by message, without source locations, so moving code never touches them.
 """
@@ -240,7 +246,8 @@ _JS_BUILT = re.compile(r"""\b(gettext|ngettext)\(\s*(?!("[^"\\]*"|'[^'\\]*')\s*[
 
 
 def check() -> None:
-    problems: list[str] = [line for folder in CATALOGUES for line in pitfalls(ROOT / folder)]
+    problems: list[str] = stale_compiled()
+    problems += [line for folder in CATALOGUES for line in pitfalls(ROOT / folder)]
     with tempfile.TemporaryDirectory(prefix="paycollect-messages-") as scratch:
         # makemessages writes where it runs: run it on a copy of the sources.
         copy = Path(scratch)
@@ -304,17 +311,95 @@ def _untranslated(po: Path, name: Path) -> list[str]:
     return problems
 
 
-def compile_all() -> None:
-    if shutil.which("msgfmt") is None:
-        # A fresh machine without gettext: the same .mo files, written here (see write_mo).
-        for _folder, _language, po in catalogues():
-            write_mo(po, po.with_suffix(".mo"))
-        print(
-            "compiled the catalogues without GNU gettext (install it to check them: apt-get install gettext)"
-        )
-        return
-    for folder in CATALOGUES:
-        _run([sys.executable, "-m", "django", "compilemessages"], cwd=ROOT / folder)
+def compile_all(root: Path | None = None) -> None:
+    """Compile each catalogue whose .mo is missing or holds other translations than its .po; leave the others
+    untouched (they are committed: a msgfmt of another version would rewrite them byte by byte)."""
+    root = ROOT if root is None else root
+    msgfmt = shutil.which("msgfmt")
+    compiled = []
+    for _folder, _language, po in catalogues(root):
+        mo = po.with_suffix(".mo")
+        if mo.exists() and _differences(mo, po) == []:
+            continue
+        if msgfmt is None:
+            # A machine without gettext: the same catalogue, written here (see write_mo).
+            write_mo(po, mo)
+        else:
+            _run([msgfmt, "--check-format", "--output-file", str(mo), str(po)], cwd=po.parent)
+        if _differences(mo, po):
+            # read_po (what the check compares with) and msgfmt disagree: fix read_po.
+            sys.exit(f"{mo.relative_to(root)} still differs from its .po once compiled: see read_po")
+        compiled.append(str(mo.relative_to(root)))
+    if not compiled:
+        print("every .mo file is current")
+    elif msgfmt is None:
+        advice = "install it to check them: apt-get install gettext"
+        print(f"compiled without GNU gettext ({advice}): {', '.join(compiled)}")
+    else:
+        print(f"compiled: {', '.join(compiled)}")
+
+
+def read_mo(mo: Path) -> dict[str, str]:
+    """What a compiled catalogue holds, keyed as read_po keys a .po file (UTF-8, as makemessages writes)."""
+    data = mo.read_bytes()
+    if len(data) < 28:
+        raise ValueError("not a .mo file: too short")
+    order = {0x950412DE: "<", 0xDE120495: ">"}.get(struct.unpack("<I", data[:4])[0])
+    if order is None:
+        raise ValueError("not a .mo file: bad magic number")
+    count, ids_at, strs_at = struct.unpack(f"{order}3I", data[8:20])
+    entries = {}
+    for index in range(count):
+        id_length, id_at = struct.unpack(f"{order}2I", data[ids_at + 8 * index : ids_at + 8 * index + 8])
+        str_length, str_at = struct.unpack(f"{order}2I", data[strs_at + 8 * index : strs_at + 8 * index + 8])
+        key = data[id_at : id_at + id_length].decode()
+        entries[key] = data[str_at : str_at + str_length].decode()
+    return entries
+
+
+#: Header fields that say when, not what: a .mo compiled before one of them changed still holds the same.
+_DATES = re.compile(r"^(POT-Creation-Date|PO-Revision-Date): .*\n", re.MULTILINE)
+
+
+def _differences(mo: Path, po: Path) -> list[str]:
+    """How the translations a .mo holds differ from its .po's (empty when they are the same)."""
+    try:
+        held = read_mo(mo)
+    except (OSError, ValueError, UnicodeDecodeError, struct.error) as error:
+        return [f"unreadable ({error})"]
+    wanted = read_po(po)
+    for entries in (held, wanted):
+        if "" in entries:
+            entries[""] = _DATES.sub("", entries[""])
+    found = []
+    for key in sorted(held.keys() | wanted.keys()):
+        message = repr(key.replace("\x04", " | ").replace("\0", " / ")) if key else "the header"
+        if key not in held:
+            found.append(f"missing {message}")
+        elif key not in wanted:
+            found.append(f"left over {message}")
+        elif held[key] != wanted[key]:
+            found.append(f"another translation of {message}" if key else "another header")
+    return found
+
+
+def stale_compiled(root: Path | None = None) -> list[str]:
+    """A problem for each catalogue whose .mo is missing or does not hold exactly its .po's translations."""
+    root = ROOT if root is None else root
+    problems = []
+    for _folder, _language, po in catalogues(root):
+        mo = po.with_suffix(".mo")
+        name = mo.relative_to(root)
+        if not mo.exists():
+            problems.append(f"{name} is missing: run `make compile-messages` and commit it")
+            continue
+        found = _differences(mo, po)
+        if found:
+            problems.append(
+                f"{name} does not hold what its .po holds ({len(found)}: {'; '.join(found[:5])}): "
+                "run `make compile-messages` and commit it"
+            )
+    return problems
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
@@ -395,7 +480,14 @@ def main(command: str) -> None:
     if missing and command != "compile":
         advice = f"{', '.join(missing)} missing: install GNU gettext (Debian: apt-get install gettext)"
         if command == "check" and not os.environ.get("CI"):
-            print(f"catalogue check skipped: {advice}; CI runs it", file=sys.stderr)
+            # The compiled catalogues are compared in Python: that part needs no gettext.
+            problems = stale_compiled()
+            if problems:
+                print("\n\n".join(problems), file=sys.stderr)
+                sys.exit("The compiled catalogues are out of date.")
+            print(
+                f"catalogue check skipped (the .mo files are current): {advice}; CI runs it", file=sys.stderr
+            )
             return
         sys.exit(advice)
     {"update": update, "check": check, "compile": compile_all}[command]()

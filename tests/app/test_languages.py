@@ -24,7 +24,7 @@ CATALOGUE = Path(django_paycollect.__file__).parent / "locale" / "ar" / "LC_MESS
 
 @pytest.fixture(autouse=True)
 def _compiled() -> None:
-    assert CATALOGUE.exists(), f"{CATALOGUE} is missing: make compile-messages (make test does)"
+    assert CATALOGUE.exists(), f"{CATALOGUE} is missing: it is committed (make compile-messages makes it)"
 
 
 def test_every_problem_code_of_the_client_has_words_in_the_app_with_the_same_parameters():

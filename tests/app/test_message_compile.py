@@ -1,10 +1,13 @@
-"""The catalogues compile without GNU gettext exactly as msgfmt compiles them, so `make demo` and `make test`
-work on a fresh machine; the catalogue check is skipped there with a notice, but never in CI."""
+"""The catalogues compile without GNU gettext exactly as msgfmt compiles them, so `make compile-messages`
+works on a fresh machine; the catalogue check is skipped there with a notice, but never in CI. The compiled
+.mo files are committed (a plain install of a checkout or a git URL carries them), and the check refuses one
+that does not hold what its .po holds, whichever msgfmt wrote it."""
 
 from __future__ import annotations
 
 import gettext
 import importlib.util
+import re
 import shutil
 from pathlib import Path
 from types import ModuleType
@@ -75,6 +78,7 @@ def test_without_gettext_the_check_is_skipped_with_a_notice_but_not_in_ci(monkey
     monkeypatch.setattr(messages.shutil, "which", lambda tool: None)
     ran = []
     monkeypatch.setattr(messages, "check", lambda: ran.append("check"))
+    monkeypatch.setattr(messages, "stale_compiled", lambda: [])
     monkeypatch.delenv("CI", raising=False)
     messages.main("check")
     assert ran == []
@@ -85,6 +89,15 @@ def test_without_gettext_the_check_is_skipped_with_a_notice_but_not_in_ci(monkey
     with pytest.raises(SystemExit, match="apt-get install gettext"):
         messages.main("update")
     assert ran == []
+
+
+def test_without_gettext_the_check_still_refuses_a_stale_mo(monkeypatch, capsys):
+    monkeypatch.setattr(messages.shutil, "which", lambda tool: None)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setattr(messages, "stale_compiled", lambda: ["django.mo does not hold what its .po holds"])
+    with pytest.raises(SystemExit, match="out of date"):
+        messages.main("check")
+    assert "django.mo does not hold what its .po holds" in capsys.readouterr().err
 
 
 def test_without_gettext_compile_writes_every_catalogue(monkeypatch, tmp_path):
@@ -142,14 +155,95 @@ def test_the_sources_mark_no_string_built_at_run_time():
     assert [line for folder in messages.CATALOGUES for line in messages.pitfalls(ROOT / folder)] == []
 
 
-def test_every_catalogue_is_compiled_by_make_the_javascript_s_too():
-    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    assert "example_project/clubsite/members/locale/ar/LC_MESSAGES/djangojs.po" in [
-        str(po.relative_to(ROOT)) for po in CATALOGUES
-    ]
+def _copy_catalogues(into: Path) -> list[Path]:
+    copies = []
     for po in CATALOGUES:
-        pattern = str(po.relative_to(ROOT)).replace("/ar/", "/*/")
-        assert pattern in makefile, f"{pattern} is not in the Makefile's PO_FILES"
+        copy = into / po.relative_to(ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(po, copy)
+        copies.append(copy)
+    return copies
+
+
+def test_every_catalogue_s_compiled_mo_is_committed_the_javascript_s_too():
+    # A plain `pip install` of a checkout or a git URL builds from the committed tree: an ignored or
+    # untracked .mo would leave that install without the language.
+    if not (ROOT / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("not a git checkout")
+    import subprocess
+
+    compiled = [str(po.with_suffix(".mo").relative_to(ROOT)) for po in CATALOGUES]
+    tracked = subprocess.run(  # noqa: S603
+        ["git", "ls-files", "--", *compiled],  # noqa: S607
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert "example_project/clubsite/members/locale/ar/LC_MESSAGES/djangojs.mo" in tracked
+    assert sorted(tracked) == sorted(compiled)
+
+
+def test_the_committed_mo_files_hold_their_po_s_translations():
+    assert messages.stale_compiled() == []
+
+
+def test_the_check_names_each_mo_that_does_not_hold_what_its_po_holds(monkeypatch, tmp_path):
+    copies = _copy_catalogues(tmp_path)
+    monkeypatch.setattr(messages, "ROOT", tmp_path)
+    monkeypatch.setattr(messages.shutil, "which", lambda tool: None)
+    messages.compile_all()
+    assert messages.stale_compiled() == []
+
+    app_po, sandbox_po = copies[0], copies[1]
+    text = app_po.read_text(encoding="utf-8")
+    assert 'msgstr "تحصيل المدفوعات"' in text
+    app_po.write_text(text.replace('msgstr "تحصيل المدفوعات"', 'msgstr "تحصيل"'), encoding="utf-8")
+    with sandbox_po.open("a", encoding="utf-8") as po:
+        po.write('\nmsgid "A new message"\nmsgstr "رسالة جديدة"\n')
+    copies[-1].with_suffix(".mo").unlink()
+
+    problems = messages.stale_compiled()
+    assert len(problems) == 3
+    assert problems[0].startswith(
+        "django_paycollect/locale/ar/LC_MESSAGES/django.mo does not hold what its .po"
+    )
+    assert "another translation of 'Payment collection'" in problems[0]
+    assert "missing 'A new message'" in problems[1]
+    assert problems[2] == (
+        "example_project/clubsite/members/locale/ar/LC_MESSAGES/djangojs.mo is missing: "
+        "run `make compile-messages` and commit it"
+    )
+    assert all("make compile-messages" in problem for problem in problems)
+
+    messages.compile_all()
+    assert messages.stale_compiled() == []
+
+
+def test_a_mo_another_compiler_wrote_with_the_same_translations_passes_and_is_left_untouched(
+    monkeypatch, tmp_path, capsys
+):
+    # msgfmt versions (and the compiler without gettext) write the same catalogue differently: the check
+    # compares what a .mo holds, and compiling leaves a current .mo as it is, so committed files never churn.
+    copies = _copy_catalogues(tmp_path)
+    monkeypatch.setattr(messages, "ROOT", tmp_path)
+    for po in copies:
+        messages.write_mo(po, po.with_suffix(".mo"))
+        # And the .po's dates changed since: what the .mo holds is still the same.
+        text = po.read_text(encoding="utf-8")
+        dated = re.sub(
+            r'^"(POT-Creation-Date|PO-Revision-Date): .*\\n"$',
+            r'"\1: 2031-01-01 00:00+0000\\n"',
+            text,
+            flags=re.M,
+        )
+        assert dated.count("2031-01-01") == 2
+        po.write_text(dated, encoding="utf-8")
+    before = {po: po.with_suffix(".mo").read_bytes() for po in copies}
+    assert messages.stale_compiled() == []
+    messages.compile_all()
+    assert "every .mo file is current" in capsys.readouterr().out
+    assert {po: po.with_suffix(".mo").read_bytes() for po in copies} == before
 
 
 def test_the_check_names_javascript_messages_built_at_run_time(tmp_path):
