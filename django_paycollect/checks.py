@@ -5,7 +5,6 @@ from __future__ import annotations
 import ipaddress
 import math
 from collections.abc import Sequence
-from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -14,13 +13,12 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.db import DatabaseError
 
+from .amounts import MONEY_COLUMN_MAX
 from .client.money import MoneyError, parse_amount, to_piasters
 from .conf import DEFAULTS, paycollect_settings
 from .exceptions import PayCollectConfigurationError
 
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]", "testserver"}
-#: What the amount columns hold (14 digits, 2 of them decimals).
-MONEY_COLUMN_MAX = Decimal("999999999999.99")
 
 
 @register(Tags.compatibility)

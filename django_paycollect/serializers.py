@@ -16,6 +16,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from . import problem_messages
+from .amounts import ZERO, AmountField
 from .client import CURRENCIES, DEFAULT_CURRENCY, DEFAULT_PAY_USING
 from .client.validation import Checker
 
@@ -36,12 +37,6 @@ def _spec_rule(rule: Callable[..., Any], **options: Any) -> Callable[[Any], Any]
     return validate
 
 
-def money_field(**kwargs: Any) -> serializers.DecimalField:
-    return serializers.DecimalField(
-        max_digits=14, decimal_places=2, min_value=Decimal("0.01"), coerce_to_string=False, **kwargs
-    )
-
-
 class RecurringTermsSerializer(serializers.Serializer[dict[str, Any]]):
     expiry_date = serializers.DateField()
     minimum_days_between_payments = serializers.IntegerField(min_value=1)
@@ -54,7 +49,7 @@ class BillingDataSerializer(serializers.Serializer[dict[str, Any]]):
 
 
 class StartPaymentSerializer(serializers.Serializer[dict[str, Any]]):
-    amount = money_field()
+    amount = AmountField()
     currency = serializers.ChoiceField(choices=CURRENCIES, default=DEFAULT_CURRENCY)
     pay_using = serializers.CharField(max_length=40, default=DEFAULT_PAY_USING)
     billing_data = BillingDataSerializer()
@@ -100,24 +95,16 @@ class TagSerializer(serializers.Serializer[dict[str, Any]]):
 
 class DirectOrderSerializer(serializers.Serializer[dict[str, Any]]):
     name = serializers.CharField(max_length=200)
-    amount = money_field()
+    amount = AmountField()
     currency = serializers.ChoiceField(choices=CURRENCIES, default=DEFAULT_CURRENCY)
     payment_methods = serializers.ListField(child=serializers.CharField(max_length=40), min_length=1)
     customer_name = serializers.CharField(max_length=200, validators=[_spec_rule(Checker.person_name)])
     customer_email = serializers.EmailField()
     customer_mobile = serializers.CharField(max_length=32, validators=[_spec_rule(Checker.phone)])
     community_id = serializers.CharField(max_length=100, required=False, allow_null=True, default=None)
-    discount_amount = money_field(required=False, allow_null=True, default=None)
-    vat_percentage = serializers.DecimalField(
-        max_digits=5,
-        decimal_places=2,
-        min_value=Decimal(0),
-        max_value=Decimal(100),
-        required=False,
-        allow_null=True,
-        default=None,
-        coerce_to_string=False,
-    )
+    # Optional by being left out (the service layer leaves out a Python caller's None); null is refused.
+    discount_amount = AmountField(required=False, default=None)
+    vat_percentage = AmountField(required=False, default=None, minimum=ZERO, maximum=Decimal(100))
     recurring = RecurringTermsSerializer(required=False, allow_null=True, default=None)
     custom_fields = CustomFieldDefinitionSerializer(many=True, required=False, default=list)
     tags = TagSerializer(many=True, required=False, default=list)
@@ -137,12 +124,6 @@ class DirectOrderSerializer(serializers.Serializer[dict[str, Any]]):
         if discount is not None and discount >= attrs["amount"]:
             raise serializers.ValidationError({"discount_amount": [_("Must be less than the amount.")]})
         return attrs
-
-
-class RefundSerializer(serializers.Serializer[dict[str, Any]]):
-    """A refund's amount once :func:`~django_paycollect.services.refund_amount` has read it: at least 0.01."""
-
-    amount = money_field()
 
 
 def error_messages(detail: Any, prefix: str = "") -> dict[str, list[str]]:

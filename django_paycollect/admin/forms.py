@@ -1,10 +1,10 @@
 """The admin's forms: community credentials, the direct order add form, the refund page and the dashboard's
 choice of community, currency and period.
 
-Names, phones and the largest amount are checked with the app's own rules (django_paycollect.validators,
-the ones the service layer applies), so every problem shows on its field at once. What only the service
-layer or the service can tell (what is still refundable, the service's own refusals) is mapped back onto
-the fields by ``add_service_errors``.
+Names, phones and amounts are checked with the app's own rules (django_paycollect.validators and
+django_paycollect.amounts, the ones the service layer applies), so every problem shows on its field at
+once. What only the service layer or the service can tell (what is still refundable, the service's own
+refusals) is mapped back onto the fields by ``add_service_errors``.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import reporting, services
+from ..amounts import ZERO, AmountFormField
 from ..client import CURRENCIES, CUSTOM_FIELD_TYPES, DEFAULT_CURRENCY
 from ..conf import paycollect_settings
-from ..exceptions import PaymentRefused
-from ..models import MONEY, Community, Transaction
-from ..validators import MaxAmountValidator, validate_person_name, validate_phone_number
+from ..models import Community, Transaction
+from ..validators import validate_person_name, validate_phone_number
 
 if TYPE_CHECKING:
     CommunityModelForm = forms.ModelForm[Community]
@@ -161,15 +161,8 @@ def _text(**kwargs: Any) -> forms.CharField:
     return forms.CharField(widget=widgets.AdminTextInputWidget, **kwargs)
 
 
-def _money(**kwargs: Any) -> forms.DecimalField:
-    return forms.DecimalField(
-        min_value=Decimal("0.01"),
-        max_digits=MONEY["max_digits"],
-        decimal_places=MONEY["decimal_places"],
-        widget=forms.NumberInput(attrs={"step": "0.01", "class": "vIntegerField"}),
-        validators=[MaxAmountValidator()],
-        **kwargs,
-    )
+#: The admin's amount boxes: as narrow as its number boxes, a decimal keyboard on a phone.
+AMOUNT_BOX = {"class": "vIntegerField", "inputmode": "decimal"}
 
 
 def _lines(text: str) -> list[tuple[int, list[str]]]:
@@ -190,21 +183,22 @@ class DirectOrderForm(forms.Form):
 
     community_id = forms.ChoiceField(label=_("Community"))
     name = _text(label=_("Order name"), max_length=200)
-    amount = _money(label=_("Amount"))
+    amount = AmountFormField(label=_("Amount"), widget=forms.TextInput(attrs=AMOUNT_BOX))
     currency = forms.ChoiceField(
         label=_("Currency"), choices=[(c, c) for c in CURRENCIES], initial=DEFAULT_CURRENCY
     )
-    discount_amount = _money(
-        label=_("Discount"), required=False, help_text=_("Subtracted from the amount, same currency.")
+    discount_amount = AmountFormField(
+        label=_("Discount"),
+        required=False,
+        widget=forms.TextInput(attrs=AMOUNT_BOX),
+        help_text=_("Subtracted from the amount, same currency."),
     )
-    vat_percentage = forms.DecimalField(
+    vat_percentage = AmountFormField(
         label=_("VAT %"),
         required=False,
-        min_value=Decimal(0),
-        max_value=Decimal(100),
-        max_digits=5,
-        decimal_places=2,
-        widget=forms.NumberInput(attrs={"step": "0.01", "class": "vIntegerField"}),
+        minimum=ZERO,
+        maximum=Decimal(100),
+        widget=forms.TextInput(attrs=AMOUNT_BOX),
         help_text=_("Added to the amount; shown on the payment page as a separate VAT entry."),
     )
     payment_methods = _text(
@@ -398,40 +392,30 @@ def _field_for(path: str) -> tuple[str, int | None]:
     return parts[0], None
 
 
-class RefundAmountField(forms.Field):
-    """An amount of the refund page, read by the service layer's one reading (``services.refund_amount``):
-    a blank box is refused as every surface refuses it. The page has no way to leave the amount out: its
-    box starts with what is still refundable, which is how "all" is asked here."""
-
-    def __init__(self, remainder: Decimal, limit_message: Any, **kwargs: Any) -> None:
-        attrs = {"step": "0.01", "min": "0.01", "max": str(remainder), "class": "vIntegerField"}
-        super().__init__(widget=forms.NumberInput(attrs=attrs), localize=False, **kwargs)
-        self.remainder, self.limit_message = remainder, limit_message
-
-    def to_python(self, value: Any) -> Decimal:
-        try:
-            amount = services.refund_amount(value)
-        except PaymentRefused as refused:
-            raise ValidationError(refused.message_dict["amount"]) from refused
-        assert isinstance(amount, Decimal)  # only ALL_REFUNDABLE is not, and no form sends it
-        return amount
-
-    def validate(self, value: Any) -> None:
-        # Over what is still refundable: said on the page before any refund of it is sent (the service
-        # layer checks it again under its lock).
-        if value > self.remainder:
-            raise ValidationError(self.limit_message, code="max_value")
-
-
 class RefundForm(forms.Form):
     """One amount per refundable transaction, defaulting to what is still refundable."""
 
     def __init__(self, refundable: Mapping[Transaction, Decimal], *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.refundable = refundable
         for txn, remainder in refundable.items():
-            self.fields[self.field_name(txn)] = RefundAmountField(
-                remainder, txn.refund_limit_message(remainder), label=str(txn), initial=remainder
+            # Read as every surface reads a refund's amount; the page cannot leave it out (its box starts with
+            # what is still refundable, which is how "all" is asked here), so an emptied box is refused.
+            self.fields[self.field_name(txn)] = AmountFormField(
+                read=services.refund_amount,
+                label=str(txn),
+                initial=remainder,
+                widget=forms.TextInput(attrs=AMOUNT_BOX),
             )
+
+    def clean(self) -> dict[str, Any]:
+        # Over what is still refundable: said on the page before any refund of it is sent (the service layer
+        # checks it again under its lock).
+        for txn, remainder in self.refundable.items():
+            amount = self.cleaned_data.get(self.field_name(txn))
+            if amount is not None and amount > remainder:
+                self.add_error(self.field_name(txn), txn.refund_limit_message(remainder))
+        return self.cleaned_data
 
     @staticmethod
     def field_name(txn: Transaction) -> str:

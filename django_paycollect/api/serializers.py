@@ -6,15 +6,13 @@ carries an amount to charge: a payable ``reference`` the server resolves (see :m
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
-from rest_framework.fields import empty
 
 from .. import services
-from ..exceptions import PaymentRefused
+from ..amounts import AmountField
 from ..models import DirectOrder, RecurringSeries, Refund, Transaction
 
 #: A payment's ``state``, for a page that polls: one small vocabulary over the spec's statuses.
@@ -32,12 +30,6 @@ def payment_state(txn: Transaction) -> str:
     if txn.status == Transaction.SUCCESSFUL:
         return STATE_PAID
     return STATE_CLOSED
-
-
-def amount_field(**kwargs: Any) -> serializers.DecimalField:
-    """Money as DRF reads and writes it here: a Decimal in, a string with two decimals out."""
-    kwargs.setdefault("min_value", Decimal("0.01"))
-    return serializers.DecimalField(max_digits=14, decimal_places=2, coerce_to_string=True, **kwargs)
 
 
 class ReferenceField(serializers.CharField):
@@ -83,9 +75,9 @@ class QuoteRequestSerializer(serializers.Serializer[dict[str, Any]]):
 
 class QuoteSerializer(serializers.Serializer[dict[str, Any]]):
     reference = serializers.CharField()
-    amount = amount_field()
-    fees = amount_field(min_value=None)
-    total_amount = amount_field()
+    amount = AmountField()
+    fees = AmountField()
+    total_amount = AmountField()
     currency = serializers.CharField()
 
 
@@ -106,7 +98,7 @@ class PromocodeSerializer(serializers.Serializer[dict[str, Any]]):
     reference = serializers.CharField()
     promocode = serializers.CharField()
     valid = serializers.BooleanField()
-    value = amount_field(allow_null=True, min_value=None)
+    value = AmountField(allow_null=True)
     currency = serializers.CharField(allow_null=True)
 
 
@@ -115,7 +107,7 @@ class PaymentSerializer(serializers.ModelSerializer[Transaction]):
 
     reference = serializers.CharField(source="merchant_reference", read_only=True)
     state = serializers.SerializerMethodField(help_text=_("unknown, open, paid or closed."))
-    amount = serializers.DecimalField(source="total_amount", max_digits=14, decimal_places=2, read_only=True)
+    amount = AmountField(source="total_amount", read_only=True)
     paid_at = serializers.DateTimeField(source="succeeded_at", read_only=True, allow_null=True)
 
     class Meta:
@@ -143,7 +135,7 @@ class PaymentSerializer(serializers.ModelSerializer[Transaction]):
 class StaffPaymentSerializer(PaymentSerializer):
     """A payment as staff see it after a capture: its capture and what is refunded."""
 
-    refundable_amount = serializers.DecimalField(max_digits=14, decimal_places=2, read_only=True)
+    refundable_amount = AmountField(read_only=True)
 
     class Meta(PaymentSerializer.Meta):
         fields = [
@@ -156,42 +148,20 @@ class StaffPaymentSerializer(PaymentSerializer):
         read_only_fields = fields
 
 
-class RefundAmountField(serializers.DecimalField):
-    """A refund's amount, read by the service layer's one reading (``services.refund_amount``); the
-    schema shows it as the decimal it is. Left out, the field is skipped (all that is still refundable);
-    null, "" and blanks reach the reading, which refuses them: DRF would have made them None, "all"."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(max_digits=14, decimal_places=2, min_value=Decimal("0.01"), **kwargs)
-
-    def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
-        if data is empty:
-            return super().validate_empty_values(data)
-        return False, data
-
-    def to_internal_value(self, data: Any) -> Decimal:
-        if isinstance(data, float):
-            # A JSON number: read by its shortest text, as DRF reads it ("10.5"), never as the binary float.
-            data = repr(data)
-        try:
-            amount = services.refund_amount(data)
-        except PaymentRefused as refused:
-            raise serializers.ValidationError(refused.message_dict["amount"]) from refused
-        assert isinstance(amount, Decimal)  # only ALL_REFUNDABLE is not, and no request body holds it
-        return amount
-
-
 class RefundRequestSerializer(serializers.Serializer[dict[str, Any]]):
-    amount = RefundAmountField(
+    """Each amount read by the service layer's own reading of it, as the admin and the tasks read them."""
+
+    amount = AmountField(
+        read=services.refund_amount,
         required=False,
         help_text=_(
             'The amount to refund, e.g. "25.00". Leave it out to refund all that is still refundable; '
             'null, "" or blanks are refused (400), never taken for "all".'
         ),
     )
-    expected_refundable = amount_field(
+    expected_refundable = AmountField(
+        read=services.expected_refundable_amount,
         required=False,
-        min_value=None,
         help_text=_(
             "What the caller showed as refundable: a refund is refused (409) if it changed meanwhile. "
             'Left out, it is not checked; null or "" is refused (400).'

@@ -128,9 +128,6 @@ from .common import (
     locked as locked,
 )
 from .common import (
-    money_argument as money_argument,
-)
-from .common import (
     savepoint_if_atomic as savepoint_if_atomic,
 )
 from .communities import (
@@ -186,6 +183,9 @@ from .refunds import (
 )
 from .refunds import (
     Remainder as Remainder,
+)
+from .refunds import (
+    expected_refundable_amount as expected_refundable_amount,
 )
 from .refunds import (
     refund as refund,

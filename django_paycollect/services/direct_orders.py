@@ -18,7 +18,7 @@ from ..models import (
 )
 from ..serializers import DirectOrderSerializer
 from .calls import Sent, guarded_write
-from .common import _after_commit, _require_autocommit, _user, _validated, locked, money_argument
+from .common import _after_commit, _require_autocommit, _user, _validated, locked
 from .config import community_config
 
 
@@ -31,11 +31,9 @@ def create_direct_order(*, user: Any = None, **fields: Any) -> DirectOrder:
     it); never sent, :class:`ServiceUnavailable`.
     """
     _require_autocommit("create_direct_order")
-    for name in ("amount", "discount_amount", "vat_percentage"):
-        if name in fields:
-            fields[name] = money_argument(
-                fields[name], name, required=name == "amount", maximum=name != "vat_percentage"
-            )
+    # None, these keywords' default, leaves them out; the serializer reads an amount given (null refused).
+    optional = ("discount_amount", "vat_percentage")
+    fields = {name: value for name, value in fields.items() if not (name in optional and value is None)}
     data = _validated(DirectOrderSerializer, fields)
     config = community_config(data.pop("community_id"))
     terms = data.pop("recurring")

@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
 from .. import signals
+from ..amounts import parse_amount
 from ..client import (
     to_piasters,
 )
@@ -30,20 +31,20 @@ from ..models import (
 )
 from ..serializers import StartPaymentSerializer
 from .calls import Sent, _read, broken_answer, guarded_write
-from .common import _after_commit, _locked, _require_autocommit, _user, _validated, locked, money_argument
+from .common import _after_commit, _locked, _require_autocommit, _user, _validated, locked
 from .config import community_config, get_client
 from .status import _set_local_status, apply_status
 
 
 def prepare_amount(
-    amount: Decimal,
+    amount: Decimal | int | str,
     *,
     currency: str | None = None,
     payment_method: str | None = None,
     community_id: str | None = None,
 ) -> Decimal:
     """The total with the service's fees for ``amount`` (what Pay must charge when fees are in the bill)."""
-    amount = money_argument(amount, "amount")
+    amount = parse_amount(amount, "amount")
     config = community_config(community_id)
     client = get_client(config)
     envelope, _ = _read(
@@ -64,7 +65,7 @@ def prepare_amount(
 
 def start_payment(
     *,
-    amount: Decimal,
+    amount: Decimal | int | str,
     billing_data: Mapping[str, str],
     merchant_reference: str = "",
     merchant_object: Model | None = None,
@@ -94,7 +95,7 @@ def start_payment(
     data = _validated(
         StartPaymentSerializer,
         {
-            "amount": money_argument(amount, "amount"),
+            "amount": amount,
             "currency": currency or paycollect_settings.DEFAULT_CURRENCY,
             "pay_using": pay_using or paycollect_settings.DEFAULT_PAY_USING,
             "billing_data": dict(billing_data),
@@ -249,7 +250,7 @@ def capture(txn: Transaction, *, user: Any = None) -> Transaction:
 def validate_promocode(
     name: str,
     *,
-    amount: Decimal,
+    amount: Decimal | int | str,
     phone_number: str,
     currency: str | None = None,
     payment_for: str = "API_PAYMENT",
@@ -257,7 +258,7 @@ def validate_promocode(
     variable_amount_id: int | None = None,
 ) -> PromocodeValidated:
     """Check a promocode for an amount; pass ``promocode_id`` of the result to :func:`start_payment`."""
-    amount = money_argument(amount, "amount")
+    amount = parse_amount(amount, "amount")
     config = community_config(community_id)
     client = get_client(config)
     amount_id = variable_amount_id or config.variable_amount_id

@@ -10,11 +10,11 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from .. import signals
+from ..amounts import EMPTY, MONEY_COLUMN_MAX, ZERO, parse_amount
 from ..client.types import (
     OperationMessage,
 )
 from ..exceptions import (
-    PaymentRefused,
     StateConflict,
     lazy_text,
 )
@@ -22,7 +22,6 @@ from ..models import (
     Refund,
     Transaction,
 )
-from ..serializers import RefundSerializer
 from .calls import Sent, guarded_write
 from .common import (
     STALE_IN_FLIGHT,
@@ -30,9 +29,7 @@ from .common import (
     _locked,
     _require_autocommit,
     _user,
-    _validated,
     locked,
-    money_argument,
 )
 from .config import community_config
 
@@ -57,18 +54,21 @@ def refund_amount(value: Any) -> Decimal | Remainder:
     """The one reading of a refund's amount, which every surface calls (the REST API's field, the admin's
     refund page, the refund task, :func:`refund` itself).
 
-    :data:`ALL_REFUNDABLE` (the amount left out) is returned as it is. Anything else must be an amount of
-    at least 0.01, read by :func:`money_argument` (a Decimal, an int or exact decimal text, at most two
-    decimals, at most ``MAX_AMOUNT``). None, "" and whitespace are refused: a blank box or a null that a
-    front end sent for an empty field must never refund everything. Raises :class:`PaymentRefused` naming
-    ``amount``.
+    :data:`ALL_REFUNDABLE` (the amount left out) is returned as it is. Anything else is read as every amount
+    is (:func:`~django_paycollect.amounts.parse_amount`: at least 0.01, at most ``MAX_AMOUNT``). None, "" and
+    whitespace are refused: a blank box or a null that a front end sent for an empty field must never refund
+    everything. Raises :class:`PaymentRefused` naming ``amount``.
     """
     if value is ALL_REFUNDABLE:
         return Remainder.ALL
-    if value is None or (isinstance(value, str) and not value.strip()):
-        raise PaymentRefused({"amount": [EMPTY_AMOUNT]})
-    amount: Decimal = _validated(RefundSerializer, {"amount": money_argument(value, "amount")})["amount"]
-    return amount
+    return parse_amount(value, "amount", blank=EMPTY_AMOUNT)
+
+
+def expected_refundable_amount(value: Any) -> Decimal:
+    """The one reading of :func:`refund`'s ``expected_refundable`` (what the caller showed as still
+    refundable): 0.00 or more, up to what an amount column holds (a payment taken before ``MAX_AMOUNT`` was
+    lowered may exceed it). Raises :class:`PaymentRefused` naming ``expected_refundable``."""
+    return parse_amount(value, "expected_refundable", minimum=ZERO, maximum=MONEY_COLUMN_MAX, blank=EMPTY)
 
 
 def refund(
@@ -76,7 +76,7 @@ def refund(
     amount: Decimal | int | str | Remainder = ALL_REFUNDABLE,
     *,
     user: Any = None,
-    expected_refundable: Decimal | None = None,
+    expected_refundable: Decimal | int | str | None = None,
 ) -> Refund:
     """Refund ``amount`` of a successful transaction; left out, all that is still refundable.
 
@@ -96,9 +96,8 @@ def refund(
     :class:`ServiceUnavailable`, the failed refund as ``record``.
     """
     _require_autocommit("refund")
-    expected_refundable = money_argument(
-        expected_refundable, "expected_refundable", required=False, maximum=False
-    )
+    if expected_refundable is not None:
+        expected_refundable = expected_refundable_amount(expected_refundable)
     wanted = refund_amount(amount)
 
     def claim() -> Refund:

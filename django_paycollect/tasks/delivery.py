@@ -13,6 +13,7 @@ from typing import Any, NoReturn, TypeVar
 from django.contrib.auth import get_user_model
 
 from .. import services
+from ..amounts import amount_text
 from ..exceptions import NotFound, PaymentRefused, ServiceUnavailable, StateConflict
 from ..models import (
     ApiCall,
@@ -124,7 +125,7 @@ def _write(task: Any, call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 
 
 def _money(value: Decimal | None) -> str | None:
-    return None if value is None else str(value)
+    return None if value is None else amount_text(value)
 
 
 def _transaction_result(txn: Transaction) -> dict[str, Any]:
@@ -188,8 +189,3 @@ def _user(user_id: Any) -> Any:
     if user_id is None:
         return None
     return get_user_model()._default_manager.filter(pk=user_id).first()
-
-
-def _decimal(value: Any, field: str) -> Decimal:
-    # Amounts travel as text ("12.50"): a float (a JSON number) is refused like any service caller's.
-    return services.money_argument(value, field)

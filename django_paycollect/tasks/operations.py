@@ -12,6 +12,7 @@ from celery import shared_task
 from django.apps import apps
 
 from .. import services
+from ..amounts import amount_text
 from ..client import Logo
 from ..exceptions import PaymentRefused
 from ..models import (
@@ -22,7 +23,6 @@ from ..models import (
 from .delivery import (
     _READ,
     _WRITE,
-    _decimal,
     _money,
     _order_result,
     _read,
@@ -50,13 +50,13 @@ def prepare_amount(
     total = _read(
         self,
         lambda: services.prepare_amount(
-            _decimal(amount, "amount"),
+            amount,
             currency=currency,
             payment_method=payment_method,
             community_id=community_id,
         ),
     )
-    return str(total)
+    return amount_text(total)
 
 
 @shared_task(name="paycollect.sync_transaction", **_READ)
@@ -88,7 +88,7 @@ def validate_promocode(
         self,
         lambda: services.validate_promocode(
             name,
-            amount=_decimal(amount, "amount"),
+            amount=amount,
             phone_number=phone_number,
             currency=currency,
             payment_for=payment_for,
@@ -132,9 +132,7 @@ def start_payment(
         obj = apps.get_model(label)._default_manager.get(pk=pk)
 
     def call() -> dict[str, Any]:
-        txn = services.start_payment(
-            amount=_decimal(amount, "amount"), billing_data=billing_data, merchant_object=obj, **options
-        )
+        txn = services.start_payment(amount=amount, billing_data=billing_data, merchant_object=obj, **options)
         return _transaction_result(txn)
 
     return _write(self, call)
@@ -175,9 +173,7 @@ def refund(
             Transaction.objects.get(pk=transaction_id),
             amount,
             user=_user(user_id),
-            expected_refundable=(
-                None if expected_refundable is None else _decimal(expected_refundable, "expected_refundable")
-            ),
+            expected_refundable=expected_refundable,
         )
         return _refund_result(done)
 

@@ -1,4 +1,5 @@
-"""The form validators and BillingDataForm: the client's rules, in words for whoever fills the form."""
+"""The form validators, the amount field and BillingDataForm: the app's rules, in words for whoever fills the
+form."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ from decimal import Decimal
 import pytest
 from django.core.exceptions import ValidationError
 
+from django_paycollect.amounts import AmountFormField
 from django_paycollect.client.validation import phone_problem
 from django_paycollect.exceptions import PaymentRefused
 from django_paycollect.forms import BillingDataForm
 from django_paycollect.serializers import BillingDataSerializer
 from django_paycollect.validators import (
     PHONE_ERRORS,
-    MaxAmountValidator,
     validate_person_name,
     validate_phone_number,
 )
@@ -99,11 +100,10 @@ def test_a_later_refusal_goes_back_on_the_fields_it_names():
 
 
 def test_the_maximum_amount_is_read_when_validating(settings):
-    validate = MaxAmountValidator()
-    validate(Decimal("1000000.00"))
-    with pytest.raises(ValidationError, match=r"Enter at most 1,000,000\.00"):
-        validate(Decimal("1000000.01"))
+    field = AmountFormField()
+    assert field.clean("1000000.00") == Decimal("1000000.00")
+    with pytest.raises(ValidationError, match=r"Enter at most 1000000\.00\."):
+        field.clean("1000000.01")
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "MAX_AMOUNT": "20.00"}
-    with pytest.raises(ValidationError, match=r"Enter at most 20\.00"):
-        validate(Decimal("20.01"))
-    assert MaxAmountValidator() == validate  # deconstructible: usable on model fields and in migrations
+    with pytest.raises(ValidationError, match=r"Enter at most 20\.00\."):
+        field.clean("20.01")

@@ -10,6 +10,7 @@ import pytest
 from django.utils import translation
 
 from django_paycollect import services
+from django_paycollect.amounts import parse_amount
 from django_paycollect.exceptions import (
     PayCollectConfigurationError,
     PaymentRefused,
@@ -39,18 +40,16 @@ def local(community_id: str, **fields) -> Transaction:
 
 
 def test_an_amount_refused_by_the_service_layer_reads_in_the_language_it_is_read_in():
-    refused = refusal_of(services.money_argument, 10.5, "amount")
+    refused = refusal_of(parse_amount, 10.5, "amount")
     assert read_in("en", refused)["amount"][0].startswith("Pass amounts as Decimal (e.g. Decimal('12.50'))")
     assert "not the float 10.5" in read_in("en", refused)["amount"][0]
     arabic = read_in("ar", refused)["amount"][0]
     assert arabic.startswith("مرّر المبالغ بصيغة Decimal")
     assert "10.5" in arabic
-    assert read_in("ar", refusal_of(services.money_argument, Decimal("1.005"), "amount")) == {
+    assert read_in("ar", refusal_of(parse_amount, Decimal("1.005"), "amount")) == {
         "amount": ["القيمة 1.005 فيها أكثر من منزلتين عشريتين؛ المبالغ دقيقة حتى 0.01 ولا تُقرَّب أبدًا."]
     }
-    assert read_in("ar", refusal_of(services.money_argument, None, "amount")) == {
-        "amount": ["هذا الحقل مطلوب."]
-    }
+    assert read_in("ar", refusal_of(parse_amount, None, "amount")) == {"amount": ["هذا الحقل مطلوب."]}
     # A record of it is English whatever the language of who raised or reads it.
     with translation.override("ar"):
         assert describe_error(refused).startswith("PaymentRefused: Pass amounts as Decimal")

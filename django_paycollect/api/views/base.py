@@ -3,14 +3,17 @@ validation into field errors by path, the caller's payments, and the answer of a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.utils.translation import gettext_lazy as _
 from rest_framework import generics, status
 from rest_framework.exceptions import NotFound as HttpNotFound
+from rest_framework.exceptions import ParseError
 from rest_framework.metadata import SimpleMetadata
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.parsers import BaseParser, JSONParser
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -41,8 +44,25 @@ class ContractMetadata(SimpleMetadata):
         return actions
 
 
+class ExactJSONParser(JSONParser):
+    """JSON whose numbers with a fraction or an exponent are kept as their text, never made floats: ``10.10``
+    reads as ``"10.10"``, so an amount sent as a JSON number is read by the same grammar, and to the same
+    value, as one sent as a string (docs/money.md). JSON is UTF-8 (RFC 8259); NaN and Infinity are refused."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        try:
+            return json.loads(stream.read(), parse_float=str, parse_constant=_not_json)
+        except ValueError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 class ContractView(generics.GenericAPIView):  # type: ignore[type-arg]
-    """Answers the service layer's errors (see :mod:`..errors`); the app's throttles join the project's."""
+    """Answers the service layer's errors (see :mod:`..errors`); the app's throttles join the project's; JSON
+    is read exactly (:class:`ExactJSONParser`), the project's other parsers as they are."""
 
     metadata_class = ContractMetadata
     paycollect_permissions: Sequence[type[BasePermission]] = (permissions.IsCustomer,)
@@ -50,6 +70,10 @@ class ContractView(generics.GenericAPIView):  # type: ignore[type-arg]
 
     def get_permissions(self) -> list[BasePermission]:
         return [permission() for permission in self.paycollect_permissions]
+
+    def get_parsers(self) -> list[BaseParser]:
+        others = [parser for parser in super().get_parsers() if parser.media_type != JSONParser.media_type]
+        return [ExactJSONParser(), *others]
 
     def get_throttles(self) -> list[BaseThrottle]:
         return [*super().get_throttles(), *(throttle() for throttle in self.paycollect_throttles)]

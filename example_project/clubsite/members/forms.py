@@ -1,7 +1,8 @@
 """The membership checkout form and the staff's invoice form.
 
-Both check names, phones and amounts with django-paycollect's own rules (its BillingDataForm and
-validators, the rules the service layer applies), so a customer corrects them before anything is created.
+Both check names, phones and amounts with django-paycollect's own rules (its BillingDataForm, validators
+and AmountFormField, the rules the service layer applies), so a customer corrects them before anything is
+created.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from django_paycollect.amounts import AmountFormField
 from django_paycollect.forms import BillingDataForm
-from django_paycollect.validators import MaxAmountValidator, validate_person_name, validate_phone_number
+from django_paycollect.validators import validate_person_name, validate_phone_number
 
 from .models import Billing, PayUsing, Plan
 
@@ -81,29 +83,10 @@ class InvoiceForm(forms.Form):
         help_text=_("With + and the country code, for example +201001234567."),
         widget=forms.TextInput(attrs={"dir": "ltr", "inputmode": "tel"}),
     )
-    amount = forms.DecimalField(
-        label=_("Amount (EGP)"),
-        min_value=Decimal("0.01"),
-        max_digits=12,
-        decimal_places=2,
-        validators=[MaxAmountValidator()],
-    )
-    discount_amount = forms.DecimalField(
-        label=_("Discount (EGP)"),
-        required=False,
-        min_value=Decimal("0.01"),
-        max_digits=12,
-        decimal_places=2,
-        validators=[MaxAmountValidator()],
-    )
-    vat_percentage = forms.DecimalField(
-        label=_("VAT %"),
-        required=False,
-        initial=Decimal("14"),
-        min_value=Decimal("0"),
-        max_value=Decimal("100"),
-        max_digits=5,
-        decimal_places=2,
+    amount = AmountFormField(label=_("Amount (EGP)"))
+    discount_amount = AmountFormField(label=_("Discount (EGP)"), required=False)
+    vat_percentage = AmountFormField(
+        label=_("VAT %"), required=False, initial=Decimal("14"), minimum=Decimal("0"), maximum=Decimal("100")
     )
     payment_methods = forms.MultipleChoiceField(
         label=_("Payment methods"),
