@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
 
-from django.utils.formats import date_format, number_format
+from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 
 from ..reporting import Day
@@ -44,7 +44,9 @@ def _steps_to(value: Decimal, step: Decimal) -> int:
 
 
 def _amount_text(value: Decimal, places: int = 2) -> str:
-    return number_format(value, decimal_pos=places, use_l10n=True, force_grouping=True)
+    # Written as the app writes amounts in every language (amounts.amount_text), never localized: a chart's
+    # 1.280,49 (Arabic, German) would read as another number beside the page's 1280.49.
+    return format(value.quantize(Decimal(1).scaleb(-places)), "f")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext, ngettext
 
+from ..amounts import amount_text
 from ..exceptions import PayCollectConfigurationError, ServiceLayerError, ServiceUnavailable
 from .changelists import CappedCountPaginator, ScalableChangeList, exact_search
 
@@ -141,6 +142,18 @@ def json_display(field: str, description: Any) -> Callable[[Any, Any], SafeStrin
     @admin.display(description=description)
     def display(model_admin: Any, obj: Any) -> SafeString:
         return pretty_json(getattr(obj, field))
+
+    return display
+
+
+def amount_display(model: type[Model], field: str) -> Callable[[Any, Any], str | None]:
+    """A read-only column or field showing a model's amount as the app writes amounts (``12.50``) in every
+    language: Django would localize it (``12,50`` in an Arabic admin), a spelling the amount boxes refuse."""
+
+    @admin.display(description=getattr(model._meta.get_field(field), "verbose_name", field), ordering=field)
+    def display(model_admin: Any, obj: Any) -> str | None:
+        value = getattr(obj, field)
+        return None if value is None else amount_text(value)
 
     return display
 

@@ -20,6 +20,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
+from ..amounts import amount_text
 from ..exceptions import PaymentRefused
 from ..forms import refusal_errors
 from ..models import (
@@ -30,6 +31,7 @@ from .common import (
     REPORTED_ERRORS,
     PayCollectAdmin,
     ReadOnlyInline,
+    amount_display,
     change_url,
     error_text,
     json_display,
@@ -51,8 +53,10 @@ def external_link(url: str) -> SafeString | str:
 class OrderTransactionInline(ReadOnlyInline[Transaction]):
     model = Transaction
     fk_name = "direct_order"
-    fields = readonly_fields = ("uuid", "status", "total_amount", "currency", "created_at")
+    fields = readonly_fields = ("uuid", "status", "total_amount_shown", "currency", "created_at")
     verbose_name_plural = _("payments of this order")
+
+    total_amount_shown = amount_display(Transaction, "total_amount")
 
 
 # Sections shared by the direct order's add form and its read-only change page.
@@ -111,8 +115,8 @@ class DirectOrderAdmin(PayCollectAdmin[DirectOrder]):
                     "community_id",
                     "name",
                     "order_amount",
-                    "discount_amount",
-                    "vat_percentage",
+                    "discount_amount_shown",
+                    "vat_percentage_shown",
                     "payment_methods",
                     "merchant_reference",
                     "created_by",
@@ -152,7 +156,10 @@ class DirectOrderAdmin(PayCollectAdmin[DirectOrder]):
 
     @admin.display(description=_("amount"), ordering="amount")
     def order_amount(self, obj: DirectOrder) -> str:
-        return f"{obj.amount} {obj.currency}"
+        return f"{amount_text(obj.amount)} {obj.currency}"
+
+    discount_amount_shown = amount_display(DirectOrder, "discount_amount")
+    vat_percentage_shown = amount_display(DirectOrder, "vat_percentage")
 
     @admin.display(description=_("payment link"))
     def payment_link_display(self, obj: DirectOrder) -> SafeString | str:

@@ -20,6 +20,7 @@ from .common import (
     REPORTED_ERRORS,
     Outcomes,
     PayCollectAdmin,
+    amount_display,
     change_url,
     json_display,
     link,
@@ -114,7 +115,15 @@ class ApiCallAdmin(PayCollectAdmin[ApiCall]):
 
 @admin.register(Refund)
 class RefundAdmin(PayCollectAdmin[Refund]):
-    list_display = ("created_at", "transaction", "amount", "state", "requested_by", "completed_at", "error")
+    list_display = (
+        "created_at",
+        "transaction",
+        "amount_shown",
+        "state",
+        "requested_by",
+        "completed_at",
+        "error",
+    )
     list_select_related = ("transaction", "requested_by")
     list_filter = ("state", RefundCommunityFilter, ("created_at", admin.DateFieldListFilter))
     sortable_by = ("created_at",)
@@ -123,7 +132,7 @@ class RefundAdmin(PayCollectAdmin[Refund]):
     changelist_defer = ("transaction__raw", "transaction__custom_fields")
     fields = readonly_fields = (
         "transaction_link",
-        "amount",
+        "amount_shown",
         "state",
         "requested_by",
         "service_message",
@@ -131,6 +140,8 @@ class RefundAdmin(PayCollectAdmin[Refund]):
         "created_at",
         "completed_at",
     )
+
+    amount_shown = amount_display(Refund, "amount")
 
     @admin.display(description=_("transaction"))
     def transaction_link(self, obj: Refund) -> SafeString:
@@ -171,11 +182,11 @@ class StatisticsSnapshotAdmin(PayCollectAdmin[StatisticsSnapshot]):
     list_display = (
         "community_id",
         "taken_at",
-        "balance",
-        "total_settled",
+        "balance_shown",
+        "total_settled_shown",
         "total_number_of_transactions",
-        "total_collected_transactions",
-        "weekly_collected_transactions",
+        "total_collected_shown",
+        "weekly_collected_shown",
     )
     list_filter = (CommunityFilter, ("taken_at", admin.DateFieldListFilter))
     sortable_by = ("taken_at",)
@@ -183,12 +194,17 @@ class StatisticsSnapshotAdmin(PayCollectAdmin[StatisticsSnapshot]):
     fields = readonly_fields = (
         "community_id",
         "taken_at",
-        "balance",
-        "total_settled",
+        "balance_shown",
+        "total_settled_shown",
         "total_number_of_transactions",
-        "total_collected_transactions",
-        "weekly_collected_transactions",
+        "total_collected_shown",
+        "weekly_collected_shown",
         "raw_display",
     )
+
+    balance_shown = amount_display(StatisticsSnapshot, "balance")
+    total_settled_shown = amount_display(StatisticsSnapshot, "total_settled")
+    total_collected_shown = amount_display(StatisticsSnapshot, "total_collected_transactions")
+    weekly_collected_shown = amount_display(StatisticsSnapshot, "weekly_collected_transactions")
 
     raw_display = json_display("raw", _("as the service answered"))

@@ -26,6 +26,7 @@ from .common import (
     Outcomes,
     PayCollectAdmin,
     ReadOnlyInline,
+    amount_display,
     change_url,
     json_display,
     link,
@@ -111,11 +112,13 @@ class ChargeInline(ReadOnlyInline[Transaction]):
         "uuid",
         "transaction_order",
         "status",
-        "total_amount",
+        "total_amount_shown",
         "currency",
         "created_at",
     )
     verbose_name_plural = _("charges")
+
+    total_amount_shown = amount_display(Transaction, "total_amount")
 
 
 @admin.register(RecurringSeries)

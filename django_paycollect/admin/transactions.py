@@ -19,6 +19,7 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
+from ..amounts import amount_text
 from ..models import (
     ZERO,
     RecurringSeries,
@@ -32,6 +33,7 @@ from .common import (
     Outcomes,
     PayCollectAdmin,
     ReadOnlyInline,
+    amount_display,
     json_display,
     link,
 )
@@ -66,13 +68,15 @@ class RefundInline(ReadOnlyInline[Refund]):
     model = Refund
     fields = readonly_fields = (
         "created_at",
-        "amount",
+        "amount_shown",
         "state",
         "requested_by",
         "service_message",
         "error",
         "completed_at",
     )
+
+    amount_shown = amount_display(Refund, "amount")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Refund]:
         return super().get_queryset(request).select_related("requested_by")
@@ -86,7 +90,7 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
         "customer_email",
         "amount",
         "status_display",
-        "refunded_amount",
+        "refunded_amount_shown",
         "capture_state_display",
         "outcome_unknown",
         "created_at",
@@ -121,7 +125,7 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
                     "status_display",
                     "service_status",
                     "amount",
-                    "original_amount",
+                    "original_amount_shown",
                     "total_amount_piasters",
                     "payment_for",
                     "pay_using",
@@ -150,9 +154,9 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
             {
                 "fields": (
                     "refundable_now",
-                    "refunded_amount",
+                    "refunded_amount_shown",
                     "capture_state_display",
-                    "captured_amount",
+                    "captured_amount_shown",
                     "captured_at",
                 )
             },
@@ -204,7 +208,11 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
 
     @admin.display(description=_("amount"), ordering="total_amount")
     def amount(self, obj: Transaction) -> str:
-        return f"{obj.total_amount} {obj.currency}"
+        return f"{amount_text(obj.total_amount)} {obj.currency}"
+
+    original_amount_shown = amount_display(Transaction, "original_amount")
+    refunded_amount_shown = amount_display(Transaction, "refunded_amount")
+    captured_amount_shown = amount_display(Transaction, "captured_amount")
 
     @admin.display(description=_("status"), ordering="status")
     def status_display(self, obj: Transaction) -> str:
@@ -224,7 +232,7 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
     @admin.display(description=_("still refundable"))
     def refundable_now(self, obj: Transaction) -> str:
         annotated = Transaction.objects.with_refundable().get(pk=obj.pk)
-        return f"{max(annotated.refundable_amount, ZERO)} {obj.currency}"
+        return f"{amount_text(max(annotated.refundable_amount, ZERO))} {obj.currency}"
 
     @admin.display(description=_("direct order"))
     def direct_order_link(self, obj: Transaction) -> SafeString | str:
@@ -425,7 +433,7 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
     ) -> None:
         # ``shown`` was checked against the form above; the service checks it again under its lock,
         # where two clicks within milliseconds are told apart.
-        label = f"{txn} ({amount} {txn.currency})"
+        label = f"{txn} ({amount_text(amount)} {txn.currency})"
         try:
             done = services.refund(txn, amount, user=request.user, expected_refundable=shown)
         except REPORTED_ERRORS as error:

@@ -589,7 +589,7 @@ def test_the_form_defaults_and_refuses_what_it_does_not_offer(db, cairo, admin_c
         assert response.context["form"].errors
 
 
-def test_the_page_keeps_the_svg_numbers_unlocalised(ledger, frozen, admin_client, settings):
+def test_the_page_keeps_its_numbers_and_amounts_unlocalised(ledger, frozen, admin_client, settings):
     settings.LANGUAGE_CODE = "de"
     settings.USE_THOUSAND_SEPARATOR = True
     with translation.override("de"):
@@ -598,7 +598,9 @@ def test_the_page_keeps_the_svg_numbers_unlocalised(ledger, frozen, admin_client
     coordinates = re.findall(r'\s(?:x|y|x1|x2|y1|y2|width|height)="([^"]+)"', svg)
     assert coordinates
     assert all(re.fullmatch(r"-?\d+(\.\d+)?", value) for value in coordinates)
-    assert "1.280,49" in html  # the figures themselves are localised
+    # Amounts are written as the app reads them in every language (docs: Money), never localised.
+    assert "1280.49" in html
+    assert "1.280,49" not in html
 
 
 # --- charts -------------------------------------------------------------------------------------------------
