@@ -62,7 +62,7 @@ A_FLOAT = _(
 NOT_TEXT = _("Pass amounts as Decimal (e.g. Decimal('12.50')), not %(type)s.")
 
 # Digits 0-9 as ASCII, Arabic-Indic (U+0660-0669) or Eastern Arabic-Indic (U+06F0-06F9): one set per amount.
-_DIGIT_SETS = ("0123456789", "\u0660\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669", "۰۱۲۳۴۵۶۷۸۹")
+_DIGIT_SETS = tuple("".join(chr(zero + i) for i in range(10)) for zero in (0x30, 0x660, 0x6F0))
 _TO_ASCII = str.maketrans({**{c: str(i) for s in _DIGIT_SETS[1:] for i, c in enumerate(s)}, "\u066b": "."})
 # After the above: an optional minus (read only to say "at least"), digits, at most one point.
 _SPELLING = re.compile(r"(-?)(\d*)(?:\.(\d*))?", re.ASCII)

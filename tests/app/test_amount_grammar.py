@@ -25,7 +25,6 @@ from tests.support.amounts import (
     SPELLINGS,
     JsonNumber,
     disagreements,
-    refused,
 )
 
 
@@ -177,4 +176,3 @@ def test_the_table_covers_each_kind_of_spelling_the_docs_name():
         "maximum",
         "above-maximum",
     } <= ids
-    assert refused("x", "1", "words").grammar is False
