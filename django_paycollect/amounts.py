@@ -95,17 +95,10 @@ def parse_amount(
     maximum: Decimal | None = None,
     blank: StrOrPromise = REQUIRED,
 ) -> Decimal:
-    """The one reading of an amount given to the app, returned as a two-decimal Decimal.
-
-    Text (what a form, a JSON body or a task carries): surrounding whitespace stripped; digits with at most
-    one point and at most two decimals (``12.50``, ``12.5``, ``12``, ``.5``); Arabic-Indic digits and the
-    Arabic decimal separator read as their ASCII values, one set of digits per amount. No sign, exponent,
-    underscore, inner space or thousands separator. A ``Decimal`` or an ``int`` is read by its value; a
-    ``float`` or a ``bool`` is refused. None and blank text are refused with ``blank``: an optional amount is
-    left out, never sent empty. At least ``minimum``; at most ``maximum``, by default ``MAX_AMOUNT``.
-
-    Raises :class:`PaymentRefused` naming ``field``, before any row is written or any request sent.
-    """
+    """The one reading of an amount given to the app (docs/money.md), as a two-decimal Decimal: text of digits
+    with at most one point and two decimals (Arabic-Indic digits read as 0-9), or a ``Decimal`` or an ``int``
+    by its value; None and blank text refused with ``blank``; at least ``minimum``, at most ``maximum``
+    (``MAX_AMOUNT`` by default). Raises :class:`PaymentRefused` naming ``field``."""
     problem: StrOrPromise
     if value is None or (isinstance(value, str) and not value.strip()):
         raise PaymentRefused({field: [blank]})
@@ -147,28 +140,16 @@ def _spelled(text: str, field: str) -> Decimal:
     return Decimal(f"{match[1]}{match[2] or 0}.{match[3] or 0}")
 
 
-Reader = Callable[[Any], Any]
-
-
 class AmountField(serializers.DecimalField):
-    """An amount of a DRF serializer: read by :func:`parse_amount` (or by ``read``, e.g. a refund's amount by
-    ``services.refund_amount``), shown by :func:`amount_text` as a string. Left out, the field is empty (the
-    serializer says it is required, or takes its default); null, "" and blanks reach the reading, which
-    refuses them. A DecimalField, so the schema and OPTIONS describe it as the decimal string it is."""
+    """An amount of a DRF serializer, read by :func:`parse_amount` with its ``minimum`` and ``maximum`` (or by
+    ``read``: a refund's by ``services.refund_amount``) and shown by :func:`amount_text`. Only a left-out
+    amount is empty; null and blanks reach the reading, which refuses them. A DecimalField for the schema."""
 
-    def __init__(
-        self,
-        *,
-        minimum: Decimal = CENT,
-        maximum: Decimal | None = None,
-        read: Reader | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, *, read: Callable[[Any], Any] | None = None, **kwargs: Any) -> None:
+        bounds = {name: kwargs.pop(name) for name in ("minimum", "maximum") if name in kwargs}
         super().__init__(max_digits=14, decimal_places=2, coerce_to_string=True, **kwargs)
         blank = REQUIRED if self.required else EMPTY
-        self.read = read or partial(
-            parse_amount, field="amount", minimum=minimum, maximum=maximum, blank=blank
-        )
+        self.read: Callable[[Any], Any] = read or partial(parse_amount, field="amount", blank=blank, **bounds)
 
     def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
         if data is empty or self.read_only:
@@ -187,23 +168,16 @@ class AmountField(serializers.DecimalField):
 
 
 class AmountFormField(forms.Field):
-    """An amount of a Django form: read by :func:`parse_amount` (or by ``read``), shown by
-    :func:`amount_text`. A blank box of an optional field leaves the amount out (None); of a required one the
-    reading refuses it. A text box asking for a decimal keyboard, not a number box: a browser's number box
-    has a grammar of its own (it takes ``1e2``, and sends nothing at all for what it cannot read)."""
+    """An amount of a Django form, read as :class:`AmountField` reads one; a blank box of an optional field
+    leaves the amount out (None). A text box asking for a decimal keyboard: a browser's number box has a
+    grammar of its own (it takes ``1e2``, and sends nothing at all for what it cannot read)."""
 
     widget = forms.TextInput(attrs={"inputmode": "decimal"})
 
-    def __init__(
-        self,
-        *,
-        minimum: Decimal = CENT,
-        maximum: Decimal | None = None,
-        read: Reader | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, *, read: Callable[[Any], Any] | None = None, **kwargs: Any) -> None:
+        bounds = {name: kwargs.pop(name) for name in ("minimum", "maximum") if name in kwargs}
         super().__init__(**kwargs)
-        self.read = read or partial(parse_amount, field="amount", minimum=minimum, maximum=maximum)
+        self.read: Callable[[Any], Any] = read or partial(parse_amount, field="amount", **bounds)
 
     def to_python(self, value: Any) -> Decimal | None:
         if not self.required and (
@@ -215,6 +189,3 @@ class AmountFormField(forms.Field):
         except PaymentRefused as refused:
             raise ValidationError(refused.messages) from None
         return amount
-
-    def prepare_value(self, value: Any) -> Any:
-        return amount_text(value) if isinstance(value, Decimal) else value

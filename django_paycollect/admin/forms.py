@@ -161,10 +161,6 @@ def _text(**kwargs: Any) -> forms.CharField:
     return forms.CharField(widget=widgets.AdminTextInputWidget, **kwargs)
 
 
-#: The admin's amount boxes: as narrow as its number boxes, a decimal keyboard on a phone.
-AMOUNT_BOX = {"class": "vIntegerField", "inputmode": "decimal"}
-
-
 def _lines(text: str) -> list[tuple[int, list[str]]]:
     """Non-blank lines as (line number, fields split on "|")."""
     out = []
@@ -183,22 +179,18 @@ class DirectOrderForm(forms.Form):
 
     community_id = forms.ChoiceField(label=_("Community"))
     name = _text(label=_("Order name"), max_length=200)
-    amount = AmountFormField(label=_("Amount"), widget=forms.TextInput(attrs=AMOUNT_BOX))
+    amount = AmountFormField(label=_("Amount"))
     currency = forms.ChoiceField(
         label=_("Currency"), choices=[(c, c) for c in CURRENCIES], initial=DEFAULT_CURRENCY
     )
     discount_amount = AmountFormField(
-        label=_("Discount"),
-        required=False,
-        widget=forms.TextInput(attrs=AMOUNT_BOX),
-        help_text=_("Subtracted from the amount, same currency."),
+        label=_("Discount"), required=False, help_text=_("Subtracted from the amount, same currency.")
     )
     vat_percentage = AmountFormField(
         label=_("VAT %"),
         required=False,
         minimum=ZERO,
         maximum=Decimal(100),
-        widget=forms.TextInput(attrs=AMOUNT_BOX),
         help_text=_("Added to the amount; shown on the payment page as a separate VAT entry."),
     )
     payment_methods = _text(
@@ -402,10 +394,7 @@ class RefundForm(forms.Form):
             # Read as every surface reads a refund's amount; the page cannot leave it out (its box starts with
             # what is still refundable, which is how "all" is asked here), so an emptied box is refused.
             self.fields[self.field_name(txn)] = AmountFormField(
-                read=services.refund_amount,
-                label=str(txn),
-                initial=remainder,
-                widget=forms.TextInput(attrs=AMOUNT_BOX),
+                read=services.refund_amount, label=str(txn), initial=remainder
             )
 
     def clean(self) -> dict[str, Any]:
