@@ -17,7 +17,7 @@ from rest_framework.exceptions import ParseError
 
 from django_paycollect.amounts import AmountField, AmountFormField, amount_text, parse_amount
 from django_paycollect.api.views.base import ExactJSONParser
-from django_paycollect.exceptions import PaymentRefused
+from django_paycollect.exceptions import PayCollectConfigurationError, PaymentRefused
 from tests.support.amounts import (
     EMPTY,
     MAX,
@@ -176,3 +176,9 @@ def test_the_table_covers_each_kind_of_spelling_the_docs_name():
         "maximum",
         "above-maximum",
     } <= ids
+
+
+def test_a_broken_max_amount_is_a_configuration_error_not_a_refusal(settings):
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "MAX_AMOUNT": 1000.5}  # a float, as paycollect.E011 says
+    with pytest.raises(PayCollectConfigurationError, match=r"MAX_AMOUNT.*paycollect\.E011"):
+        parse_amount("10", "amount")
