@@ -11,6 +11,8 @@ from typing import Any
 
 _PHONE_FORMATTING = re.compile(r"[\s\-().]")
 _DIGITS = re.compile(r"[0-9]+")
+# Markup that a name may carry but that is no part of it: tags and character references.
+_MARKUP = re.compile(r"<[^<>]*>|&#?\w+;")
 
 
 def spelled(name: str, known: Sequence[str]) -> str | None:
@@ -35,8 +37,15 @@ def normalise_phone(value: str) -> str:
 
 
 def name_problem(name: str) -> str | None:
-    """``"one_word"`` when ``name`` lacks a first and a last name (the spec's rule), else None."""
-    return "one_word" if len(name.split()) < 2 else None
+    """``"one_word"`` when ``name`` lacks a first and a last name (the spec's rule), else None.
+
+    The first and the last name must each hold a letter, of any script: words made only of markup (tags,
+    character references), digits, punctuation, symbols or emoji (``"<b> </b>"``, ``"- -"``) are no names,
+    and get the same answer as a single word.
+    """
+    words = _MARKUP.sub(" ", name).split()
+    named = [word for word in words if any(character.isalpha() for character in word)]
+    return "one_word" if len(named) < 2 else None
 
 
 def phone_problem(phone: str) -> str | None:

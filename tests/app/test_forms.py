@@ -107,3 +107,37 @@ def test_the_maximum_amount_is_read_when_validating(settings):
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "MAX_AMOUNT": "20.00"}
     with pytest.raises(ValidationError, match=r"Enter at most 20\.00\."):
         field.clean("20.01")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "<b> </b>",
+        "<script></script> <i></i>",
+        "&amp; &lt;b&gt;",
+        "- .",
+        "123 456",
+        "\U0001f600 \U0001f600",
+        "Mona \U0001f600",
+        "<b>Mona</b>",
+    ],
+)
+def test_a_name_of_markup_or_symbols_is_refused_like_a_one_word_name_everywhere(name):
+    # The one rule (client.rules.name_problem), as the form, the service layer and the client apply it.
+    with pytest.raises(
+        ValidationError, match=r"Enter a first and a last name, separated by a space\."
+    ) as caught:
+        validate_person_name(name)
+    assert caught.value.code == "one_word"
+    serializer = BillingDataSerializer(data={**GOOD, "name": name})
+    assert not serializer.is_valid()
+    assert [str(m) for m in serializer.errors["name"]] == [
+        "Enter a first and a last name, separated by a space."
+    ]
+    assert not BillingDataForm({**GOOD, "name": name}).is_valid()
+
+
+@pytest.mark.parametrize("name", ["Mona Ali", "منى علي", "Mona \U0001f600 Ali", "O'Brien Jr.", "Ли Вэй"])
+def test_a_first_and_a_last_name_in_any_script_is_accepted(name):
+    validate_person_name(name)
+    assert BillingDataSerializer(data={**GOOD, "name": name}).is_valid()

@@ -216,7 +216,9 @@ def test_vat_percentage_is_a_percentage(client, rsps, vat, message):
 # --- names, e-mails, phones ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["Mona", "  Mona  ", "", 42])
+@pytest.mark.parametrize(
+    "name", ["Mona", "  Mona  ", "", 42, "<b> </b>", "\U0001f600 \U0001f600", "Mona 123"]
+)
 def test_billing_name_needs_first_and_last_name(client, rsps, name):
     billing = BillingData(name, PAYER_EMAIL, PHONE)
     errors = refused(rsps, lambda: client.pay(**pay_kwargs(billing_data=billing)))
