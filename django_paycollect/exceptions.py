@@ -14,8 +14,10 @@ not hide it. :class:`ServiceUsageError` is a bug of the caller (a state-changing
 ``transaction.atomic``).
 
 Their ``messages`` are for people, worded when they are read, in the language active then (our own words
-are lazy, :func:`lazy_text`), while :func:`describe_error` keeps a record in English. The service's own
-refusals are its words, shown as they come.
+are lazy, :func:`lazy_text`), while :func:`describe_error` keeps a record in English. The service's refusal
+of a field we know is told in our words for it (:data:`~django_paycollect.problem_messages.SERVICE_REFUSALS`);
+its own words stay in the record (the ApiCall, the row's error, ``__cause__``), as do its refusals of other
+fields.
 """
 
 from __future__ import annotations

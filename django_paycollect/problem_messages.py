@@ -1,4 +1,4 @@
-"""The client's problems in the words of the active language.
+"""The client's problems, and the service's refusals of fields we know, in the words of the active language.
 
 The client knows nothing of Django: its checks report each problem with a stable code and parameters
 (:class:`~django_paycollect.client.errors.Problem`; :data:`django_paycollect.client.validation.MESSAGES`
@@ -6,6 +6,11 @@ lists the codes with their English words). Whatever reaches a Django user (the s
 serializers, its ``PaymentRefused``, the forms) is worded here, lazily translated, with the same
 parameters. Field names of the spec (``billing_data.phone_number``, ``is_recurring``) stay as they are:
 they are identifiers, and only the sentences around them are translated.
+
+The service answers in its own language, whatever the customer's (the spec shows English). Its refusal of a
+field we know (a phone number our rule let through, an expired promocode) is told in our words for that field
+(:data:`SERVICE_REFUSALS`); its own words stay in the call's record (the ApiCall's envelope, the row's
+error, the client's error as ``__cause__``), where the admin shows them.
 """
 
 from __future__ import annotations
@@ -21,7 +26,15 @@ from .client.errors import Problem
 if TYPE_CHECKING:
     from django.utils.functional import _StrPromise
 
-__all__ = ["MESSAGES", "field_errors", "message", "messages"]
+__all__ = [
+    "MESSAGES",
+    "PROMOCODE_UNKNOWN",
+    "SERVICE_REFUSALS",
+    "field_errors",
+    "message",
+    "messages",
+    "service_field_errors",
+]
 
 #: For each of the client's codes, its message in the active language (``%(name)s`` takes the parameter).
 MESSAGES: dict[str, _StrPromise] = {
@@ -82,6 +95,40 @@ MESSAGES: dict[str, _StrPromise] = {
     "logo_format": _("Must be a png or jpg image."),
 }
 
+_REFUSED_NAME = _("The payment service did not accept this name: enter a first and a last name.")
+_REFUSED_EMAIL = _("The payment service did not accept this e-mail address: check it.")
+_REFUSED_PHONE = _(
+    "The payment service did not accept this mobile number: check it, with + and the country code "
+    "(for example +201001234567)."
+)
+#: Also what to say when the service answers that it does not know a promocode at all (:class:`NotFound`).
+PROMOCODE_UNKNOWN = _("This promocode is unknown or no longer valid.")
+_PROMOCODE_ELSEWHERE = _("This promocode does not apply to this payment.")
+
+#: For each operation, the fields (the spec's paths) whose refusal by the service we word ourselves: one
+#: message per field, whatever the service said and however many times. Other fields, and refusals of no
+#: field, keep the service's words.
+SERVICE_REFUSALS: dict[str, dict[str, _StrPromise]] = {
+    "pay": {
+        "billing_data.name": _REFUSED_NAME,
+        "billing_data.email": _REFUSED_EMAIL,
+        "billing_data.phone_number": _REFUSED_PHONE,
+        "promocode_id": PROMOCODE_UNKNOWN,
+    },
+    "validate_promocode": {
+        "name": PROMOCODE_UNKNOWN,  # the promocode's name
+        "phone_number": _REFUSED_PHONE,
+        "amount": _PROMOCODE_ELSEWHERE,
+        "currency": _PROMOCODE_ELSEWHERE,
+        "payment_for": _PROMOCODE_ELSEWHERE,
+    },
+    "create_direct_order": {
+        "customer_name": _REFUSED_NAME,
+        "customer_email": _REFUSED_EMAIL,
+        "customer_mobile": _REFUSED_PHONE,
+    },
+}
+
 
 def _param(value: Any) -> Any:
     # Several values (the currencies of the spec, unknown keys) are listed the active language's way.
@@ -106,3 +153,10 @@ def messages(problems: Iterable[Problem]) -> list[str]:
 def field_errors(problems: Mapping[str, Iterable[Problem]]) -> dict[str, list[str]]:
     """``{"billing_data.phone_number": [Problem, ...]}`` -> the same paths with translated messages."""
     return {path: messages(items) for path, items in problems.items()}
+
+
+def service_field_errors(operation: str, errors: Mapping[str, Iterable[str]]) -> dict[str, list[Any]]:
+    """The service's field errors of ``operation`` (``{"billing_data.phone_number": ["..."]}``) with our own
+    words, lazily translated, for each field :data:`SERVICE_REFUSALS` knows; the others as they came."""
+    known = SERVICE_REFUSALS.get(operation, {})
+    return {path: [known[path]] if path in known else list(texts) for path, texts in errors.items()}

@@ -38,6 +38,7 @@ from ..models import (
     ApiCall,
     json_safe,
 )
+from ..problem_messages import service_field_errors
 from .common import _require_autocommit
 from .config import CommunityConfig, get_client
 
@@ -198,22 +199,23 @@ _UNAVAILABLE = (ConnectError, OutcomeUnknownError, ServerError, RateLimitError, 
 
 
 def contract_error(
-    error: PayCollectError, *, record: Any = None
+    error: PayCollectError, *, record: Any = None, operation: str = ""
 ) -> ServiceLayerError | PayCollectConfigurationError:
     """The service layer's error for a client error (see :mod:`django_paycollect.exceptions`).
 
     One table for every operation: a request that never left, or a read without a usable answer, is
     :class:`ServiceUnavailable`; the service's refusal (400, a failure envelope) is :class:`PaymentRefused`
-    naming the fields, a 404 :class:`NotFound`; credentials the service refuses, or a client missing
-    them, are :class:`PayCollectConfigurationError` (outside the contract: the site's fault). ``record`` is
-    the row the operation left. Raise it ``from error``, so the client's error stays readable as
-    ``__cause__``.
+    naming the fields (a field of ``operation`` that we know told in our words, in the reader's language:
+    :func:`~django_paycollect.problem_messages.service_field_errors`), a 404 :class:`NotFound`; credentials
+    the service refuses, or a client missing them, are :class:`PayCollectConfigurationError` (outside the
+    contract: the site's fault). ``record`` is the row the operation left. Raise it ``from error``, so the
+    client's error (the service's own words) stays readable as ``__cause__``.
     """
     if isinstance(error, _UNAVAILABLE):
         retry_after = error.retry_after if isinstance(error, RateLimitError) else None
         return ServiceUnavailable(str(error), retry_after=retry_after, record=record)
     if isinstance(error, ValidationError) and error.field_errors:
-        return PaymentRefused(error.field_errors, record=record)
+        return PaymentRefused(service_field_errors(operation, error.field_errors), record=record)
     if isinstance(error, NotFoundError):
         return NotFound(str(error), record=record)
     # The service refused our credentials, or the client has none for this operation (nothing sent).
@@ -244,7 +246,7 @@ def _read(
     ``save_success``: see :func:`_invoke`."""
     sent = _invoke(operation, config, call, links=links, save_success=save_success)
     if sent.error is not None:
-        raise contract_error(sent.error) from sent.error
+        raise contract_error(sent.error, operation=operation) from sent.error
     assert sent.envelope is not None
     return sent.envelope, sent.call
 
@@ -284,7 +286,7 @@ def guarded_write(
     with transaction.atomic():
         row = record(claimed, sent)
     if sent.error is not None and not sent.unknown:
-        raise contract_error(sent.error, record=row) from sent.error
+        raise contract_error(sent.error, record=row, operation=operation) from sent.error
     return row
 
 

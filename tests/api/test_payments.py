@@ -306,3 +306,14 @@ def test_a_promocode_check_without_any_phone_names_the_phone_not_the_promocode(a
     assert valid.status_code == 200, valid.content
     assert (valid.json()["valid"], valid.json()["value"]) == (True, "10.00")
     assert len(api_live.control.journal("validate_promocode")) == 1
+
+
+def test_a_promocode_the_service_refuses_or_does_not_know_reads_in_the_app_s_words(api_live, as_user):
+    api = as_user("owner")
+    refused = api.post(PAYMENTS, {"reference": "book", "promocode": "NO-SUCH-CODE"}, format="json")
+    assert refused.json()["promocode"] == ["This promocode is unknown or no longer valid."]
+    # A 404 for it (the spec does not say what the service answers): the same words, not the client's.
+    api_live.control.fault("validate_promocode", "status", status=404, times=1)
+    unknown = api.post(PAYMENTS, {"reference": "book", "promocode": "SAVE10"}, format="json")
+    assert unknown.status_code == 400, unknown.content
+    assert unknown.json()["promocode"] == ["This promocode is unknown or no longer valid."]

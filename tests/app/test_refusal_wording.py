@@ -18,7 +18,7 @@ from django_paycollect.exceptions import (
     StateConflict,
     describe_error,
 )
-from django_paycollect.models import RecurringSeries, Refund, Transaction
+from django_paycollect.models import ApiCall, RecurringSeries, Refund, Transaction
 
 live = pytest.mark.django_db(transaction=True)
 
@@ -129,3 +129,79 @@ def test_a_configuration_error_and_a_service_out_of_reach_read_in_arabic(setting
     assert unavailable.messages == [
         "The payment service cannot be reached; nothing was done. Try again in a moment."
     ]
+
+
+# --- the service's refusals of fields we know ------------------------------------------------------------
+
+PAYER = {"name": "Mona Ali", "email": "mona@example.com", "phone_number": "+201001234567"}
+#: The sandbox's words (the service's, in English) for a phone it refuses and an expired promocode.
+SERVICE_PHONE_WORDS = "Enter a phone number prefixed with its country code"
+SERVICE_PROMOCODE_WORDS = "Promocode not found."
+
+
+@live
+def test_a_phone_the_service_refuses_is_told_in_our_words_and_its_own_are_kept_in_the_record(paycollect_live):
+    # Our rule lets +2010012 through (7 digits after the +); the service wants 10 to 15.
+    refused = refusal_of(
+        services.start_payment,
+        amount=Decimal("100.00"),
+        billing_data={**PAYER, "phone_number": "+2010012"},
+        merchant_reference="refused-phone",
+    )
+    assert read_in("en", refused) == {
+        "billing_data.phone_number": [
+            "The payment service did not accept this mobile number: check it, with + and the country code "
+            "(for example +201001234567)."
+        ]
+    }
+    assert read_in("ar", refused) == {
+        "billing_data.phone_number": [
+            "لم تقبل خدمة الدفع رقم الهاتف المحمول هذا: تحقّق منه، مع علامة + ورمز الدولة "
+            "(مثلًا \u2066+201001234567\u2069)."
+        ]
+    }
+    # The service's own words: in the stored envelope, the rejected payment's error (the admin shows both)
+    # and the client's error behind the refusal.
+    call = ApiCall.objects.get(operation="pay")
+    assert SERVICE_PHONE_WORDS in str(call.errors)
+    assert refused.record.status == Transaction.REJECTED
+    assert SERVICE_PHONE_WORDS in Transaction.objects.get(pk=refused.record.pk).last_error
+    assert SERVICE_PHONE_WORDS in str(refused.__cause__)
+    with translation.override("ar"):
+        assert SERVICE_PHONE_WORDS in describe_error(refused)
+
+
+@live
+def test_a_promocode_the_service_refuses_is_told_in_our_words_once(paycollect_live):
+    for code in ("EXPIRED20", "NO-SUCH-CODE"):
+        refused = refusal_of(
+            services.validate_promocode, code, amount=Decimal("100.00"), phone_number="+201001234567"
+        )
+        assert read_in("en", refused) == {"name": ["This promocode is unknown or no longer valid."]}
+        assert read_in("ar", refused) == {"name": ["هذا الرمز الترويجي غير معروف أو لم يعد صالحًا."]}
+    stored = [call.errors for call in ApiCall.objects.filter(operation="validate_promocode")]
+    assert SERVICE_PROMOCODE_WORDS in str(stored)
+    # The phone the promocode is checked for, refused by the service: the phone's message, not the
+    # promocode's.
+    refused = refusal_of(
+        services.validate_promocode, "SAVE10", amount=Decimal("100.00"), phone_number="+2010012"
+    )
+    assert list(read_in("en", refused)) == ["phone_number"]
+    assert read_in("en", refused)["phone_number"][0].startswith(
+        "The payment service did not accept this mobile"
+    )
+
+
+@live
+def test_a_customer_s_mobile_the_service_refuses_on_a_direct_order_is_told_in_our_words(paycollect_live):
+    refused = refusal_of(
+        services.create_direct_order,
+        name="Invoice",
+        amount=Decimal("100.00"),
+        payment_methods=["card"],
+        customer_name="Omar Said",
+        customer_email="omar@example.com",
+        customer_mobile="+2010012",
+    )
+    assert list(read_in("ar", refused)) == ["customer_mobile"]
+    assert read_in("ar", refused)["customer_mobile"][0].startswith("لم تقبل خدمة الدفع رقم الهاتف المحمول")

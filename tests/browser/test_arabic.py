@@ -318,3 +318,54 @@ def test_the_admin_in_arabic(page_fr: Any, site_ar: ClubSite) -> None:
     )
     assert bidi == "plaintext"
     screenshot(page, "admin-transactions-ar", docs=True)
+
+
+def test_the_service_s_english_refusals_and_kiosk_instruction_reach_an_arabic_visitor_in_arabic(
+    page: Any, site: ClubSite
+) -> None:
+    """The site's LANGUAGE_CODE is English, and so are the service's answers (the mounted sandbox answers the
+    app in English, as the service does); the visitor chose Arabic. An expired promocode, a phone the service
+    refuses and the kiosk instruction must reach the visitor in Arabic, each problem once, on its field."""
+    page.goto(f"{site.url}/join/")
+    page.click("#language-switch button[value=ar]")
+    page.wait_for_url(f"{site.url}/join/")
+    assert_reads_in_arabic(page)
+
+    # An expired promocode: the service's "Promocode expired on ..." becomes the app's words, once.
+    page.fill("#id_name", NAME)
+    page.fill("#id_email", unique_email("arabic-english-service"))
+    page.fill("#id_phone_number", PHONE)
+    page.fill("#id_promocode", "EXPIRED20")
+    page.click("#join-form button[type=submit]")
+    promocode_errors = page.locator("#id_promocode_error li")
+    expect(promocode_errors).to_have_text(["هذا الرمز الترويجي غير معروف أو لم يعد صالحًا."])
+    assert_reads_in_arabic(page)
+
+    # The phone the promocode is checked against, refused by the service: on the phone's field, not the
+    # promocode's, in the app's words.
+    page.fill("#id_phone_number", "+2010012")
+    page.fill("#id_promocode", "SAVE10")
+    page.click("#join-form button[type=submit]")
+    phone_errors = page.locator("#id_phone_number_error li")
+    expect(phone_errors).to_have_count(1)
+    expect(phone_errors).to_contain_text("لم تقبل خدمة الدفع رقم الهاتف المحمول هذا")
+    expect(page.locator("#id_promocode_error")).to_have_count(0)
+    assert_reads_in_arabic(page)
+
+    # The same number without a promocode: refused by the service when paying, told on the details page.
+    join(page, site, email=unique_email("arabic-english-service"), name=NAME, phone="+2010012")
+    page.click("#pay-button")
+    phone_errors = page.locator("#id_phone_number_error li")
+    expect(phone_errors).to_have_count(1)
+    expect(phone_errors).to_contain_text("رمز الدولة")
+    assert_reads_in_arabic(page)
+    screenshot(page, "demo-details-refused-by-the-service-ar")
+
+    # Cash at a kiosk: the instruction is the app's, rebuilt from the bill's fields in Arabic; the service's
+    # English sentence is not shown to the customer.
+    join(page, site, email=unique_email("arabic-english-kiosk"), name=NAME, plan="junior", pay_using="kiosk")
+    page.click("#pay-button")
+    page.wait_for_url(re.compile(r"/memberships/[0-9a-f-]+/$"))
+    expect(page.locator("#bill-reference")).to_have_text(re.compile(r"^\d{10}$"))
+    expect(page.locator("#membership-status")).to_contain_text("الرقم المرجعي للفاتورة")
+    assert_reads_in_arabic(page)

@@ -372,3 +372,30 @@ def test_cancelling_a_recurring_series_in_the_admin_asks_for_confirmation(page: 
     page.wait_for_url(re.compile(r"/admin/paycollect/recurringseries/(\?.*)?$"))
     expect(page.locator("ul.messagelist")).to_contain_text("Cancel recurring: 1 succeeded")
     assert site.control.transaction(uuid)["transaction"]["recurring"]["active"] is False
+
+
+def test_the_join_form_shows_each_refusal_of_the_service_once_on_its_field(page: Any, site: ClubSite) -> None:
+    page.goto(f"{site.url}/join/")
+    page.fill("#id_name", "Mona Ali")
+    page.fill("#id_email", unique_email("refusals"))
+    page.fill("#id_phone_number", "+201001234567")
+    page.fill("#id_promocode", "EXPIRED20")
+    page.click("#join-form button[type=submit]")
+    # One message, the app's: not its own then the service's "Promocode expired on ..." after it.
+    promocode_errors = page.locator("#id_promocode_error li")
+    expect(promocode_errors).to_have_text(["This promocode is unknown or no longer valid."])
+    expect(page.locator("#join-form")).not_to_contain_text("expired on")
+
+    # The promocode is checked for the payer's phone, which the service refuses: the phone's field says so.
+    page.fill("#id_phone_number", "+2010012")
+    page.fill("#id_promocode", "SAVE10")
+    page.click("#join-form button[type=submit]")
+    phone_errors = page.locator("#id_phone_number_error li")
+    expect(phone_errors).to_have_text(
+        [
+            "The payment service did not accept this mobile number: check it, with + and the country code "
+            "(for example +201001234567)."
+        ]
+    )
+    expect(page.locator("#id_promocode_error")).to_have_count(0)
+    expect(page.locator("#join-form .errorlist li")).to_have_count(1)

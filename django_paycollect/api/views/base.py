@@ -25,6 +25,7 @@ from ...conf import paycollect_settings
 from ...exceptions import NotFound, PaymentRefused, lazy_text
 from ...ids import canonical_uuid, looks_like_uuid
 from ...models import Transaction
+from ...problem_messages import PROMOCODE_UNKNOWN
 from .. import permissions
 from ..errors import contract_response, field_errors, invalid
 from ..payables import Payable
@@ -121,7 +122,9 @@ def checked_promocode(
         found = services.validate_promocode(
             code, amount=payable.amount, phone_number=phone_number, currency=payable.currency
         )
-    except (PaymentRefused, NotFound) as refused:  # refused, or the service does not know the code
+    except NotFound as unknown:  # the service does not know the code at all
+        raise PaymentRefused({"promocode": [PROMOCODE_UNKNOWN]}) from unknown
+    except PaymentRefused as refused:
         errors: dict[str, list[str]] = {}
         for path, messages in field_errors(refused).items():
             errors.setdefault(phone_field if path == "phone_number" else "promocode", []).extend(messages)

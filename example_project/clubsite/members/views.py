@@ -36,10 +36,11 @@ from django.views.decorators.http import require_POST, require_safe
 
 from django_paycollect import services
 from django_paycollect.conf import paycollect_settings
-from django_paycollect.exceptions import ServiceLayerError, ServiceUnavailable
-from django_paycollect.forms import BillingDataForm
-from django_paycollect.intake.parsing import service_id_of
+from django_paycollect.exceptions import NotFound, PaymentRefused, ServiceLayerError, ServiceUnavailable
+from django_paycollect.forms import BillingDataForm, refusal_errors
 from django_paycollect.models import DirectOrder, Transaction
+from django_paycollect.problem_messages import PROMOCODE_UNKNOWN
+from django_paycollect.intake.parsing import service_id_of
 
 from .forms import InvoiceForm, JoinForm
 from .models import CURRENCY, PRICES, ZERO, Billing, Membership, PayUsing, Plan, price_of
@@ -168,12 +169,15 @@ def _new_membership(request: HttpRequest, form: JoinForm) -> Membership | None:
                 "promocode", gettext("The promocode could not be checked now. Try again, or leave it empty.")
             )
             return None
-        except ServiceLayerError as error:  # refused, or not known to the service
-            form.add_error(
-                "promocode",
-                gettext("This promocode cannot be used: %(reason)s")
-                % {"reason": " ".join(_refusal_messages(error))},
-            )
+        except NotFound:  # the service does not know it at all
+            form.add_error("promocode", PROMOCODE_UNKNOWN)
+            return None
+        except PaymentRefused as error:
+            # Each problem once, on its field, in the app's words: the phone the service checks the promocode
+            # against on the phone's field, every other refusal (unknown, expired, not for this amount) on
+            # the promocode's.
+            for path, texts in refusal_errors(error).items():
+                form.add_error("phone_number" if path == "phone_number" else "promocode", list(texts))
             return None
         discount = min(checked.value or ZERO, price)
         promocode_id = checked.promocode_id
