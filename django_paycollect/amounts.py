@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils.translation import get_language_bidi
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 from rest_framework.fields import empty
@@ -85,6 +86,22 @@ def amount_text(value: Decimal) -> str:
     except InvalidOperation:  # more digits than the context holds: shown whole
         cents = value
     return format(cents if cents == value else value, "f")
+
+
+#: Before a number's sign in a right-to-left language, CLDR's left-to-right mark: the sign then stays left of
+#: the digits (``-2000``) instead of moving after them (``2000-``).
+LTR_MARK = "\u200e"
+
+
+def signed_for_language(text: str) -> str:
+    """``text`` (a number as shown) with :data:`LTR_MARK` before its sign when the active language is written
+    right to left; for pages and charts, never for files or records."""
+    return LTR_MARK + text if text[:1] in "+-" and get_language_bidi() else text
+
+
+def amount_label(value: Decimal) -> str:
+    """An amount as a page shows it: :func:`amount_text`, its sign kept in place right to left."""
+    return signed_for_language(amount_text(value))
 
 
 def parse_amount(

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
 
-from django.utils.formats import date_format
+from django.utils.formats import date_format, number_format
 from django.utils.translation import gettext as _
 
+from ..amounts import signed_for_language
 from ..reporting import Day
 
 _TENTH = Decimal("0.1")
@@ -43,10 +44,27 @@ def _steps_to(value: Decimal, step: Decimal) -> int:
     return int((value / step).to_integral_value(rounding=ROUND_CEILING))
 
 
+#: What CLDR puts before the sign of a number of Latin digits in Arabic and the other right-to-left languages:
+
+
+def number_text(
+    value: Decimal | int, places: int | None = None, *, plus: bool = False, grouping: bool = False
+) -> str:
+    """``value`` written the way the active language writes numbers: Django's number format (the language's,
+    or the project's ``FORMAT_MODULE_PATH``; thousands grouped as ``USE_THOUSAND_SEPARATOR`` says, or always
+    with ``grouping``), with ``places`` decimals (as it comes: None), ``+`` before a positive one with
+    ``plus``, and the sign placed as that language places it. The dashboard's charts and figures write every
+    number this way."""
+    text = number_format(value, decimal_pos=places, use_l10n=True, force_grouping=grouping)
+    if plus and value > 0:
+        text = f"+{text}"
+    return signed_for_language(text)
+
+
 def _amount_text(value: Decimal, places: int = 2) -> str:
     # Written as the app writes amounts in every language (amounts.amount_text), never localized: a chart's
     # 1.280,49 (Arabic, German) would read as another number beside the page's 1280.49.
-    return format(value.quantize(Decimal(1).scaleb(-places)), "f")
+    return signed_for_language(format(value.quantize(Decimal(1).scaleb(-places)), "f"))
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import reporting, services
+from ..amounts import amount_label, amount_text, signed_for_language
 from ..models import Dashboard, ReceivedCallback, Transaction
 from . import charts
 from .common import REPORTED_ERRORS, ModelAdmin, error_text
@@ -175,7 +176,7 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
             charts.Row(
                 str(SHORT_STATUS_LABELS.get(line.status, line.status)),
                 Decimal(line.started.count),
-                f"{line.started.count}",
+                charts.number_text(line.started.count),
                 "successful" if line.status == Transaction.SUCCESSFUL else line.status.lower(),
             )
             for line in found.by_status
@@ -192,7 +193,7 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
     def _callbacks_chart(self, health: reporting.CallbackHealth) -> charts.BarsChart:
         labels = dict(ReceivedCallback.STATE_CHOICES)
         rows = [
-            charts.Row(str(labels[state]), Decimal(count), str(count), state)
+            charts.Row(str(labels[state]), Decimal(count), charts.number_text(count), state)
             for state, count in (
                 (ReceivedCallback.PROCESSED, health.verified),
                 (ReceivedCallback.FAILED, health.failed),
@@ -216,13 +217,15 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
         currency = found.currency
 
         def amount(value: Decimal | None) -> str:
-            return "—" if value is None else f"{value} {currency}"
+            return "—" if value is None else f"{amount_label(value)} {currency}"
 
         def signed(value: Decimal | int | None, unit: str = "") -> str:
             if value is None:
                 return "—"
-            text = f"+{value}" if value > 0 else f"{value}"
-            return f"{text} {unit}".strip()
+            if isinstance(value, int):
+                return f"{charts.number_text(value, plus=True)} {unit}".strip()
+            text = amount_text(value)
+            return f"{signed_for_language(f'+{text}' if value > 0 else text)} {unit}".strip()
 
         rows: list[tuple[str, str, str, str]] = []
         if snapshot is not None:
@@ -231,8 +234,8 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
                     gettext("Transactions (every currency; ours: accepted by the service)"),
                     "—"
                     if snapshot.total_number_of_transactions is None
-                    else str(snapshot.total_number_of_transactions),
-                    str(ledger.transactions),
+                    else charts.number_text(snapshot.total_number_of_transactions),
+                    charts.number_text(ledger.transactions),
                     signed(comparison.transactions_difference),
                 ),
                 (

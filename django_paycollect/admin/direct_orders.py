@@ -27,6 +27,8 @@ from ..models import (
     DirectOrder,
     Transaction,
 )
+from ..redaction import scrub
+from ..urls import service_urls
 from .common import (
     REPORTED_ERRORS,
     PayCollectAdmin,
@@ -81,6 +83,11 @@ _DIRECT_ORDER_OPTIONS: Any = (
     (_("Notification"), {"fields": ("send_by_email", "cc_email", "send_by_sms")}),
     (_("URLs"), {"fields": ("redirect_url", "callback_url")}),
 )
+# On the change page, the callback URL without its token (a secret, never shown).
+_DIRECT_ORDER_OPTIONS_SHOWN: Any = (
+    *_DIRECT_ORDER_OPTIONS[:-1],
+    (_("URLs"), {"fields": ("redirect_url", "callback_url_display")}),
+)
 
 
 @admin.register(DirectOrder)
@@ -126,7 +133,7 @@ class DirectOrderAdmin(PayCollectAdmin[DirectOrder]):
         ),
         _DIRECT_ORDER_CUSTOMER,
         (_("Custom fields and tags"), {"fields": ("custom_fields_display", "tags_display")}),
-        *_DIRECT_ORDER_OPTIONS,
+        *_DIRECT_ORDER_OPTIONS_SHOWN,
         (_("As the service answered"), {"fields": ("raw_display",)}),
     )
     readonly_fields = tuple(flatten_fieldsets(fieldsets))
@@ -165,6 +172,10 @@ class DirectOrderAdmin(PayCollectAdmin[DirectOrder]):
     def payment_link_display(self, obj: DirectOrder) -> SafeString | str:
         return external_link(obj.payment_link) if obj.payment_link else "—"
 
+    @admin.display(description=_("callback URL"))
+    def callback_url_display(self, obj: DirectOrder) -> str:
+        return scrub(obj.callback_url) or "—"
+
     custom_fields_display = json_display("custom_fields", _("custom field definitions"))
 
     tags_display = json_display("tags", _("tags"))
@@ -180,8 +191,12 @@ class DirectOrderAdmin(PayCollectAdmin[DirectOrder]):
             raise PermissionDenied
         form = DirectOrderForm(request.POST if request.method == "POST" else None)
         if request.method == "POST" and form.is_valid():
+            # Left blank, the URLs are this site's return and callback views: the customer comes back to
+            # SUCCESS_URL or FAILURE_URL, as after any payment, and the callback is heard.
+            fields = form.service_fields()
+            fields.update({key: url for key, url in service_urls(request).items() if not fields.get(key)})
             try:
-                order = services.create_direct_order(user=request.user, **form.service_fields())
+                order = services.create_direct_order(user=request.user, **fields)
             except PaymentRefused as refused:
                 form.add_service_errors(refusal_errors(refused))
             except REPORTED_ERRORS as error:

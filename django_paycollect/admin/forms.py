@@ -253,7 +253,10 @@ class DirectOrderForm(forms.Form):
         required=False,
         max_length=2000,
         widget=widgets.AdminURLFieldWidget,
-        help_text=_("Where the customer returns after paying."),
+        help_text=_(
+            "Where the customer returns after paying. Left blank: this site's return view, which sends the "
+            "customer on to SUCCESS_URL or FAILURE_URL."
+        ),
         assume_scheme="https",  # a URL typed without a scheme
     )
     callback_url = forms.URLField(
@@ -261,6 +264,7 @@ class DirectOrderForm(forms.Form):
         required=False,
         max_length=2000,
         widget=widgets.AdminURLFieldWidget,
+        help_text=_("Left blank: this site's callback view, with the current callback token."),
         assume_scheme="https",  # a URL typed without a scheme
     )
 

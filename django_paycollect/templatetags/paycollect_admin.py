@@ -10,17 +10,17 @@ from django.db import DatabaseError
 from django.urls import NoReverseMatch, reverse
 
 from .. import reporting
-from ..amounts import amount_text
+from ..amounts import amount_label
 
 register = template.Library()
 
 
 @register.filter
 def amount(value: Any) -> Any:
-    """``{{ value|amount }}``: an amount as the app writes amounts (``12.50``) in every language. A template
-    would localize it (``12,50`` in Arabic): a spelling the amount boxes refuse, and that the refund page's
-    check of the remainder it showed misread."""
-    return amount_text(value) if isinstance(value, Decimal) else value
+    """``{{ value|amount }}``: an amount as the app writes amounts (``12.50``) in every language, its sign
+    kept in place right to left. A template would localize it (``12,50`` in Arabic): a spelling the amount
+    boxes refuse, and that the refund page's check of the remainder it showed misread."""
+    return amount_label(value) if isinstance(value, Decimal) else value
 
 
 @register.inclusion_tag("admin/paycollect/late_jobs.html", takes_context=True)

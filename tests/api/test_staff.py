@@ -214,3 +214,24 @@ def test_an_arabic_request_reads_the_service_layer_s_refusals_in_arabic(
     away = api.post(url, {"amount": "1.00"}, format="json", HTTP_ACCEPT_LANGUAGE="ar")
     assert away.status_code == 503
     assert away.json()["detail"] == "يتعذّر الوصول إلى خدمة الدفع؛ لم يُنفَّذ شيء. حاول مرة أخرى بعد قليل."
+
+
+def test_a_direct_order_left_without_urls_comes_back_to_this_site(api_live, as_user):
+    api = as_user("orderer")
+    created = api.post(
+        "/api/direct-orders/",
+        {
+            "name": "Hall rental",
+            "amount": "750.00",
+            "payment_methods": ["card"],
+            "customer_name": "Mona Ali",
+            "customer_email": "mona@example.com",
+            "customer_mobile": "+201001234567",
+        },
+        format="json",
+        headers={"host": "shop.example"},
+    )
+    assert created.status_code == 201, created.content
+    [request] = api_live.control.journal("direct_order")
+    assert request["body"]["redirect_url"] == "http://shop.example/paycollect/return/"
+    assert request["body"]["callback_url"].startswith("http://shop.example/paycollect/callback/")

@@ -11,6 +11,7 @@ import pytest
 from django.contrib.admin.models import LogEntry
 
 from django_paycollect.models import ApiCall, DirectOrder, RecurringSeries
+from tests.conftest import CALLBACK_TOKEN
 from tests.support.admin import (
     live,
     logged_in,
@@ -255,3 +256,28 @@ def test_direct_order_add_needs_the_add_permission(client, django_user_model):
     logged_in(client, staff(django_user_model, "view_directorder"))
     assert client.get(url("directorder", "add")).status_code == 403
     assert client.post(url("directorder", "add"), ORDER_FORM).status_code == 403
+
+
+@live
+def test_a_direct_order_left_without_urls_returns_its_customer_and_its_callback_to_this_site(
+    paycollect_live, client, django_user_model
+):
+    # Without a redirect URL the service keeps the customer on its own result page, and without a callback
+    # URL the site never hears of the payment: blank, they are this site's return and callback views.
+    logged_in(client, staff(django_user_model, "add_directorder", "view_directorder"))
+    form = {
+        **ORDER_FORM,
+        "community_id": paycollect_live.community_id,
+        "redirect_url": "",
+        "callback_url": "",
+    }
+    response = client.post(url("directorder", "add"), form, headers={"host": "shop.example"})
+
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    [request] = sent(paycollect_live, "direct_order")
+    assert request["body"]["redirect_url"] == "http://shop.example/paycollect/return/"
+    assert request["body"]["callback_url"] == f"http://shop.example/paycollect/callback/{CALLBACK_TOKEN}/"
+    # The token is a secret: the order's page shows the callback URL without it.
+    page = client.get(response["Location"], headers={"host": "shop.example"}).content.decode()
+    assert "http://shop.example/paycollect/callback/[redacted]/" in page
+    assert CALLBACK_TOKEN not in page

@@ -638,6 +638,25 @@ def test_daily_bars_are_proportional_and_refunds_hang_below_the_axis():
     assert not chart.empty
 
 
+def test_a_negative_axis_label_is_written_the_way_the_language_writes_it():
+    days = [day(1, "1000"), day(2, "500", "2000")]
+    with translation.override("en"):
+        english = [tick.label for tick in charts.daily_chart(days, "EGP").ticks]
+    with translation.override("ar"):
+        arabic = [tick.label for tick in charts.daily_chart(days, "EGP").ticks]
+    assert english[0] == "-2000"
+    # Arabic with Latin digits (CLDR): a left-to-right mark before the sign, which then stays before the
+    # digits in right-to-left text (the browser test draws it); Django's Arabic separators.
+    assert arabic[0] == "\u200e-2000"
+    assert [label for label in arabic if "-" in label] == [
+        label for label in arabic if label.startswith("\u200e-")
+    ]
+    with translation.override("ar"):
+        assert charts.number_text(Decimal("-20.00")) == "\u200e-20,00"
+        assert charts.number_text(3, plus=True) == "\u200e+3"
+        assert charts.number_text(0, plus=True) == "0"
+
+
 def test_an_empty_period_draws_an_axis_and_says_so():
     chart = charts.daily_chart([day(1, "0"), day(2, "0")], "EGP")
     assert chart.empty

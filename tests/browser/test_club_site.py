@@ -8,7 +8,9 @@ delivery thread, and the admin's refund page. Screenshots are kept in test-artif
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -16,7 +18,7 @@ import pytest
 import requests
 
 from .flows import join, login, money, paid_membership, status_of, unique_email
-from .support import ClubSite, needs_browser, screenshot
+from .support import ClubSite, needs_browser, screenshot, start_club_site
 
 try:
     from playwright.sync_api import expect
@@ -399,3 +401,37 @@ def test_the_join_form_shows_each_refusal_of_the_service_once_on_its_field(page:
     )
     expect(page.locator("#id_promocode_error")).to_have_count(0)
     expect(page.locator("#join-form .errorlist li")).to_have_count(1)
+
+
+@pytest.fixture
+def own_site(browser_available: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClubSite]:
+    """A club site of its own: moving its sandbox's clock renews every monthly membership it holds."""
+    workdir = Path(tmp_path_factory.mktemp("clubsite-clock"))
+    started = start_club_site(workdir, log_path=workdir / "server.log")
+    yield started
+    started.stop()
+
+
+def test_the_demo_moves_the_sandbox_clock_and_the_renewal_shows(page: Any, own_site: ClubSite) -> None:
+    site = own_site
+    join(page, site, email=unique_email("clock"), billing="monthly")
+    expect(page.locator("#move-clock")).to_have_count(0)  # not before it is paid
+    page.click("#pay-button")
+    page.wait_for_url(re.compile(r"/sandbox/pay/"))
+    page.click("button.pay")
+    page.wait_for_url(re.compile(r"/payment/thanks/"))
+    page.click("#membership-link")
+    assert status_of(page) == "paid"
+    expect(page.locator("#renewals")).to_have_count(0)
+
+    # The service charges a renewal by itself when it falls due: the sandbox, when its clock passes the date.
+    expect(page.locator("#sandbox-clock")).to_contain_text("every 30 days")
+    page.click("#move-clock")
+    expect(page.locator("ul.messages")).to_contain_text("the service charged 1 renewal of this membership")
+    # Its callback reaches the site, which renews the membership; the page shows it without a reload.
+    expect(page.locator("#renewals")).to_have_text("Renewed once.", timeout=30_000)
+    expect(page.locator("#renewing")).to_have_count(0)
+    screenshot(page, "demo-renewal")
+
+    page.click("#move-clock")
+    expect(page.locator("#renewals")).to_have_text("Renewed 2 times.", timeout=30_000)

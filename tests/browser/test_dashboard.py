@@ -104,3 +104,43 @@ def test_the_dashboard_needs_no_javascript(page_without_script: Any, site: ClubS
     page.click(".paycollect-scope input[type=submit]")
     page.wait_for_url(re.compile(r"days=30"))
     assert page.locator("#paycollect-days tbody tr").count() == 30
+
+
+def test_an_arabic_chart_draws_a_negative_amount_with_its_sign_before_the_digits(page: Any) -> None:
+    """Right to left, a number's sign moves after its digits (``2,000-``) unless it is written as the language
+    writes it: the daily chart, drawn in Arabic in Chromium, keeps every minus sign left of its digits."""
+    import datetime as dt
+
+    from django.template.loader import render_to_string
+    from django.utils import translation
+
+    from django_paycollect import reporting
+    from django_paycollect.admin import charts
+
+    def day(n: int, collected: str, refunded: str) -> reporting.Day:
+        refunds = reporting.Amount(1, Decimal(refunded)) if Decimal(refunded) else reporting.Amount()
+        return reporting.Day(
+            dt.date(2026, 3, n), reporting.Amount(1, Decimal(collected)), refunds, reporting.Amount()
+        )
+
+    with translation.override("ar"):
+        chart = charts.daily_chart([day(1, "1000", "0"), day(2, "500", "2000")], "EGP")
+        svg = render_to_string("admin/paycollect/charts/daily.svg", {"chart": chart})
+    page.set_content(
+        f'<!doctype html><html lang="ar" dir="rtl"><meta charset="utf-8"><body>{svg}</body></html>'
+    )
+    signs = page.evaluate(
+        """() => [...document.querySelectorAll('.paycollect-grid text')]
+            .filter(text => text.textContent.includes('-'))
+            .map(text => {
+                const content = text.textContent;
+                return {
+                    label: content,
+                    sign: text.getExtentOfChar(content.indexOf('-')).x,
+                    digits: text.getExtentOfChar(content.length - 1).x,
+                };
+            })"""
+    )
+    assert signs, "no negative axis label drawn"
+    for found in signs:
+        assert found["sign"] < found["digits"], found

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from ... import services
 from ...models import DirectOrder, RecurringSeries, Refund, Transaction
 from ...serializers import DirectOrderSerializer
+from ...urls import service_urls
 from .. import permissions, serializers
 from ..schema import OpenApiExample, OpenApiResponse, answers, extend_schema
 from .base import ContractView, owned_payment, sent
@@ -171,6 +172,8 @@ class DirectOrderCreateView(ContractView):
     )
     def post(self, request: Request) -> Response:
         data = self.validated(DirectOrderSerializer)
+        # Left out, the URLs are this site's return and callback views (as the admin's add form does).
+        data.update({key: url for key, url in service_urls(request).items() if not data.get(key)})
         order = services.create_direct_order(user=request.user, **data)
         return sent(
             serializers.DirectOrderViewSerializer(order).data,

@@ -12,7 +12,14 @@ CLUB_NAME = _("Riverside Club")
 
 def club(request: HttpRequest) -> dict[str, Any]:
     sandbox = apps.is_installed("django_paycollect.sandbox")
+    dashboard = False
+    if sandbox:
+        from django_paycollect.sandbox.conf import dashboard_on
+
+        # The link only where the dashboard answers: it is off with DEBUG off unless the settings turn it on.
+        dashboard = dashboard_on()
     return {
         "club_name": CLUB_NAME,
-        "sandbox_dashboard_url": reverse("paycollect_sandbox:dashboard") if sandbox else "",
+        "sandbox_mounted": sandbox,
+        "sandbox_dashboard_url": reverse("paycollect_sandbox:dashboard") if dashboard else "",
     }

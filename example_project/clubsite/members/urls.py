@@ -7,6 +7,7 @@ app_name = "members"
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("join/", views.join, name="join"),
     # The single-page checkout on the REST API, for signed-in members.
     path("checkout/", views.checkout, name="checkout"),
@@ -19,6 +20,11 @@ urlpatterns = [
         "memberships/<uuid:public_id>/simulate-kiosk-payment/",
         views.simulate_kiosk_payment,
         name="simulate_kiosk_payment",
+    ),
+    path(
+        "memberships/<uuid:public_id>/move-sandbox-clock/",
+        views.move_sandbox_clock,
+        name="move_sandbox_clock",
     ),
     # PAYCOLLECT["SUCCESS_URL"] and ["FAILURE_URL"]: the payment app's return view redirects here.
     path("payment/thanks/", views.payment_success, name="payment_success"),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -30,26 +31,28 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils.translation import gettext
-from django.views.decorators.cache import never_cache
+from django.utils.translation import gettext, ngettext
+from django.views.decorators.cache import cache_control, never_cache
 from django.views.decorators.http import require_POST, require_safe
 
-from django_paycollect import services
+from django_paycollect import returns, services
 from django_paycollect.conf import paycollect_settings
 from django_paycollect.exceptions import NotFound, PaymentRefused, ServiceLayerError, ServiceUnavailable
 from django_paycollect.forms import BillingDataForm, refusal_errors
+from django_paycollect.intake.parsing import service_id_of
 from django_paycollect.models import DirectOrder, Transaction
 from django_paycollect.problem_messages import PROMOCODE_UNKNOWN
-from django_paycollect.intake.parsing import service_id_of
 
 from .forms import InvoiceForm, JoinForm
-from .models import CURRENCY, PRICES, ZERO, Billing, Membership, PayUsing, Plan, price_of
+from .models import CURRENCY, PRICES, RENEWAL_DAYS, ZERO, Billing, Membership, PayUsing, Plan, price_of
 from .receivers import membership_of
 
 logger = logging.getLogger("clubsite.members")
 
 #: Memberships started in this browser (their public ids), so their pages open without an account.
 SESSION_KEY = "clubsite_memberships"
+#: Demo: the renewal counts this browser waits for after moving the sandbox clock, by membership.
+RENEWING_KEY = "clubsite_renewing"
 #: How often the status pages ask for news, and the no-script reload.
 POLL_MS = 1500
 REFRESH_SECONDS = 3
@@ -110,11 +113,41 @@ def sandbox_mounted() -> bool:
     return apps.is_installed("django_paycollect.sandbox")
 
 
+def sandbox_control_on() -> bool:
+    """Demo only: the mounted sandbox's control API answers (it stands in for the kiosk network and the
+    service's clock). Off with DEBUG off unless the settings ask for it."""
+    return sandbox_mounted() and bool(settings.PAYCOLLECT_SANDBOX.get("CONTROL_API"))
+
+
+def _sandbox_control(
+    request: HttpRequest, path: str, body: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """POST ``body`` (GET without one) to the mounted sandbox's control API; its answer's data, or None (and a
+    message) when it answers an error."""
+    url = f"{paycollect_settings.BASE_URL}/_control/{path}"
+    answer = requests.get(url, timeout=30) if body is None else requests.post(url, json=body, timeout=30)
+    if answer.status_code >= 300:
+        messages.error(request, gettext("The sandbox answered %(status)s.") % {"status": answer.status_code})
+        return None
+    data: dict[str, Any] = answer.json().get("data") or {}
+    return data
+
+
 def site_url(path: str) -> str:
     return f"{settings.SITE_URL}{path}"
 
 
 # --- home and checkout -------------------------------------------------------------------------------
+
+FAVICON = Path(__file__).resolve().parent / "static" / "members" / "favicon.svg"
+
+
+@require_safe
+@cache_control(max_age=86400, public=True)
+def favicon(request: HttpRequest) -> HttpResponse:
+    """``/favicon.ico``, which browsers ask for on every page without an icon of its own (the payment app's
+    and the sandbox's pages, the admin): the club's icon, served whether DEBUG is on or off."""
+    return HttpResponse(FAVICON.read_bytes(), content_type="image/svg+xml")
 
 
 @require_safe
@@ -346,12 +379,20 @@ def membership_status(request: HttpRequest, public_id: UUID) -> JsonResponse:
     membership = _owned_membership(request, public_id)
     context = _membership_context(request, membership)
     html = render_to_string("members/_membership_status.html", context, request=request)
-    return JsonResponse({"status": membership.status, "final": membership.is_final, "html": html})
+    final = membership.is_final and not context["renewing"]
+    return JsonResponse({"status": membership.status, "final": final, "html": html})
+
+
+def _renewing(request: HttpRequest, membership: Membership) -> bool:
+    """Whether this browser moved the sandbox clock for the membership and waits for the renewal."""
+    expected = request.session.get(RENEWING_KEY, {}).get(str(membership.public_id), 0)
+    return bool(membership.renewals < expected)
 
 
 def _membership_context(request: HttpRequest, membership: Membership) -> dict[str, Any]:
     payment = membership.latest_payment()
     changes = list(payment.status_changes.all()) if payment is not None else []
+    renewing = _renewing(request, membership)
     return {
         "membership": membership,
         "payment": payment,
@@ -359,19 +400,31 @@ def _membership_context(request: HttpRequest, membership: Membership) -> dict[st
         "payments_count": membership.payments().count(),
         "currency": CURRENCY,
         "monthly": membership.billing == Billing.MONTHLY,
-        "live": membership.status == Membership.PENDING,
+        "live": membership.status == Membership.PENDING or renewing,
+        "renewing": renewing,
         "can_change_details": _changeable(membership),
         "status_url": reverse("members:membership_status", args=[membership.public_id]),
         "poll_ms": POLL_MS,
         "refresh_seconds": REFRESH_SECONDS,
         "can_simulate_kiosk": (
-            sandbox_mounted()
-            and settings.PAYCOLLECT_SANDBOX.get("CONTROL_API")
+            sandbox_control_on()
             and payment is not None
             and payment.pay_using == PayUsing.KIOSK
             and payment.status == Transaction.PENDING
         ),
+        "can_move_clock": _can_move_clock(membership),
+        "renewal_days": RENEWAL_DAYS,
     }
+
+
+def _can_move_clock(membership: Membership) -> bool:
+    """Demo only: a paid monthly membership whose renewals still run, with the sandbox's control API on."""
+    return (
+        sandbox_control_on()
+        and membership.monthly
+        and membership.status == Membership.PAID
+        and membership.renewal_cancelled_at is None
+    )
 
 
 @require_POST
@@ -382,19 +435,51 @@ def simulate_kiosk_payment(request: HttpRequest, public_id: UUID) -> HttpRespons
     """
     membership = _owned_membership(request, public_id)
     payment = membership.latest_payment()
-    if not (sandbox_mounted() and settings.PAYCOLLECT_SANDBOX.get("CONTROL_API")) or payment is None:
+    if not sandbox_control_on() or payment is None:
         raise Http404("Only with the sandbox.")
     if payment.uuid and payment.status == Transaction.PENDING:
         outcome = "FAILED" if request.POST.get("outcome") == "FAILED" else "SUCCESSFUL"
-        answer = requests.post(
-            f"{paycollect_settings.BASE_URL}/_control/transactions/{payment.uuid}/complete",
-            json={"outcome": outcome},
-            timeout=10,
+        _sandbox_control(request, f"transactions/{payment.uuid}/complete", {"outcome": outcome})
+    return redirect(membership)
+
+
+@require_POST
+def move_sandbox_clock(request: HttpRequest, public_id: UUID) -> HttpResponse:
+    """Demo only: move the sandbox's clock a renewal period forward, as time would.
+
+    The service charges a recurring series by itself when a renewal falls due; the sandbox does it when its
+    clock passes the date. The site hears of the charge the way it would in production: the renewal's
+    callback, verified by fetching it, then the app's recurring_charge_succeeded signal (receivers.py). The
+    page polls until the renewal shows.
+    """
+    membership = _owned_membership(request, public_id)
+    first = membership.payments().filter(status=Transaction.SUCCESSFUL).first()
+    if not _can_move_clock(membership) or first is None:
+        raise Http404("Only with the sandbox, for a paid monthly membership.")
+    moved = _sandbox_control(request, "clock/advance", {"days": RENEWAL_DAYS})
+    if moved is None:
+        return redirect(membership)
+    # Every series that fell due was charged; this membership's renewals are those of its first payment.
+    renewals = 0
+    for uuid in moved.get("renewals") or []:
+        charged = _sandbox_control(request, f"transactions/{uuid}") or {}
+        recurring = (charged.get("transaction") or {}).get("recurring") or {}
+        renewals += recurring.get("parent_transaction") == first.uuid
+    if renewals:
+        waiting = dict(request.session.get(RENEWING_KEY, {}))
+        waiting[str(membership.public_id)] = membership.renewals + renewals
+        request.session[RENEWING_KEY] = waiting
+    messages.info(
+        request,
+        ngettext(
+            "The sandbox clock moved %(days)s days forward: the service charged %(count)s renewal of this "
+            "membership.",
+            "The sandbox clock moved %(days)s days forward: the service charged %(count)s renewals of this "
+            "membership.",
+            renewals,
         )
-        if answer.status_code >= 300:
-            messages.error(
-                request, gettext("The sandbox answered %(status)s.") % {"status": answer.status_code}
-            )
+        % {"days": RENEWAL_DAYS, "count": renewals},
+    )
     return redirect(membership)
 
 
@@ -416,17 +501,18 @@ def payment_failure(request: HttpRequest) -> HttpResponse:
 def _payment_result(request: HttpRequest, template: str) -> HttpResponse:
     """PAYCOLLECT's SUCCESS_URL and FAILURE_URL. The uuid in the query (or the service's numeric id, for a
     return that carried only that) is the visitor's claim: details are shown only for a membership started
-    in this browser (or to staff), never by uuid or id alone. The failure page says the payment failed only
-    when the transaction it names is FAILED (as the service said); anyone may open it, so otherwise it says
-    the payment is not confirmed yet, never that nothing was charged."""
+    in this browser (or to staff), never by uuid or id alone. Anyone may open either URL, so each says what
+    it says only of a transaction in that state (as the service said): the success page thanks for a
+    SUCCESSFUL one, the failure page says the payment failed only for a FAILED one; otherwise both say the
+    payment is not confirmed yet, never that it went through or that nothing was charged. The status is all
+    they tell of a transaction the visitor does not own: what the payment app's return tells too."""
     uuid = request.GET.get("transaction_uuid", "")
     service_id = service_id_of(request.GET.get("transaction_id"))
-    if uuid:
-        txn = Transaction.objects.filter(uuid=uuid).first()
-    elif service_id is not None:
-        txn = Transaction.objects.filter(service_id=service_id).first()
-    else:
-        txn = None
+    if not uuid and service_id is not None:
+        # The app's one reading of a numeric id: the uuid of the one transaction of ours it names (none when
+        # several environments stored the same id), as its return view resolves it.
+        uuid = returns.uuid_for_service_id(service_id) or ""
+    txn = Transaction.objects.filter(uuid=uuid).first() if uuid else None
     membership = membership_of(txn)
     if membership is not None and not _may_see(request, membership):
         membership = None
@@ -436,6 +522,7 @@ def _payment_result(request: HttpRequest, template: str) -> HttpResponse:
         "order": order,
         "currency": CURRENCY,
         "failed": txn is not None and txn.status == Transaction.FAILED,
+        "paid": txn is not None and txn.status == Transaction.SUCCESSFUL,
     }
     if membership is not None:
         context.update(_membership_context(request, membership))
