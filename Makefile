@@ -150,7 +150,8 @@ $(BROWSER_STAMP): $(STAMP)
 	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(BIN)/python -m pip install --quiet -e '.[browser]' $(DJANGO_REQUIREMENT)
 	touch $(BROWSER_STAMP)
 
-# Chromium tests of the example project and of the documentation site (built first). Skipped by `make test`
+# Chromium tests of the example project, of the quick start's shop (built from docs/quickstart.md in a temporary
+# directory) and of the documentation site (built first). Skipped by `make test`
 # without /usr/bin/chromium and playwright (see .ci/browser.sh); here a missing browser is an error.
 # PAYCOLLECT_UPDATE_SCREENSHOTS=1 also refreshes docs/_static/screenshots/. Artifacts: test-artifacts/browser/.
 test-browser: $(BROWSER_STAMP)

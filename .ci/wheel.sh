@@ -30,7 +30,8 @@ print(f"django_paycollect {django_paycollect.__version__} from the wheel; Django
       f"Python {sys.version.split()[0]}")
 PY
 
-# --- the quick start, steps 2, 3, 5 and 6 ---
+# --- the quick start's settings, Celery and URLs (steps 3, 4 and 6; tests/browser/test_quickstart.py follows
+# the whole page, sample shop included, against the checkout) ---
 cat >>shop/settings.py <<'PY'
 
 # django-paycollect, as the quick start sets it up.
@@ -44,8 +45,8 @@ PAYCOLLECT = {
     "API_KEY": os.environ.get("PAYCOLLECT_API_KEY", "api-key"),
     "VARIABLE_AMOUNT_ID": 1,
     "CALLBACK_TOKENS": [os.environ.get("PAYCOLLECT_CALLBACK_TOKEN", "a-long-random-callback-token-0123456789")],
-    "SUCCESS_URL": "/payments/thanks/",
-    "FAILURE_URL": "/payments/failed/",
+    "SUCCESS_URL": "/orders/paid/",
+    "FAILURE_URL": "/orders/failed/",
     "PAYABLE_RESOLVER": "shop.payables.resolve",
 }
 CELERY_TASK_ALWAYS_EAGER = True
@@ -57,7 +58,7 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("paycollect/", include("django_paycollect.urls")),
+    path("payments/", include("django_paycollect.urls")),
     path("api/", include("django_paycollect.api.urls")),
 ]
 PY
@@ -86,7 +87,7 @@ from .celery import app as celery_app
 __all__ = ["celery_app"]
 PY
 
-# --- step 4: migrate and check (system checks as errors, the deployment ones aside) ---
+# --- step 7: migrate and check (system checks as errors, the deployment ones aside) ---
 python manage.py migrate --noinput -v 1 | grep -E "Applying paycollect|No migrations"
 # Read whole before matching: `grep -q` stops reading at its match, and showmigrations then fails on the
 # closed pipe (pipefail).

@@ -1,7 +1,9 @@
 """Standalone runner: ``python -m django_paycollect.sandbox [--host 127.0.0.1] [--port 8001] [--db FILE]``.
 
 Seeds on first start and prints the base URL, community id, API key, variable_amount_id and basic
-credentials. Refuses to start (exit status 2) when PAYCOLLECT_DEPLOYMENT=live.
+credentials (``--info-file`` writes them as JSON too); ``--redirect-url`` and ``--callback-url`` set the
+seeded API payment's URLs, as the merchant dashboard does. Refuses to start (exit status 2) when
+PAYCOLLECT_DEPLOYMENT=live.
 """
 
 from __future__ import annotations
@@ -41,6 +43,17 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         default="en-us",
         help="language of the answers to clients that ask for none (default en-us; ar for Arabic); "
         "browsers get the pages in the language they ask for",
+    )
+    parser.add_argument(
+        "--redirect-url",
+        default=None,
+        help="set the redirect URL of the seeded API payment (the merchant dashboard's setting): your site's "
+        "return view, e.g. http://127.0.0.1:8000/payments/return/",
+    )
+    parser.add_argument(
+        "--callback-url",
+        default=None,
+        help="set the callback URL of the seeded API payment: your site's callback view with its token",
     )
     parser.add_argument("--info-file", default=None, help="also write the printed details to this JSON file")
     parser.add_argument("--quiet", action="store_true", help="do not log each request")
@@ -90,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     base_url = f"http://{shown_host}:{port}" + (f"/{prefix}" if prefix else "")
 
     identity = seed.ensure_seeded(base_url)
+    _set_urls(identity["variable_amount_id"], redirect_url=args.redirect_url, callback_url=args.callback_url)
     connections.close_all()
     info: dict[str, Any] = {
         "base_url": base_url,
@@ -130,6 +144,19 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.server_close()
     return 0
+
+
+def _set_urls(variable_amount_id: int, *, redirect_url: str | None, callback_url: str | None) -> None:
+    """What the merchant dashboard sets for an API payment, from the command line: where Pay's customers
+    come back to and where its callbacks go (the dashboard page and the control API set them too)."""
+    from .models import ApiPayment
+    from .state import writing
+
+    given = (("redirect_url", redirect_url), ("callback_url", callback_url))
+    urls = {name: url for name, url in given if url}
+    if urls:
+        with writing():
+            ApiPayment.objects.filter(pk=variable_amount_id).update(**urls)
 
 
 def _sqlite_pragmas(sender: Any, connection: Any, **kwargs: Any) -> None:

@@ -35,10 +35,11 @@ from django.utils.translation import gettext, ngettext
 from django.views.decorators.cache import cache_control, never_cache
 from django.views.decorators.http import require_POST, require_safe
 
-from django_paycollect import returns, services
+from django_paycollect import services
 from django_paycollect.conf import paycollect_settings
 from django_paycollect.exceptions import NotFound, PaymentRefused, ServiceLayerError, ServiceUnavailable
 from django_paycollect.forms import BillingDataForm, refusal_errors
+from django_paycollect.intake import returns
 from django_paycollect.intake.parsing import service_id_of
 from django_paycollect.models import DirectOrder, Transaction
 from django_paycollect.problem_messages import PROMOCODE_UNKNOWN
