@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
-import math
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -15,8 +13,9 @@ from django.db import DatabaseError
 
 from .amounts import MONEY_COLUMN_MAX
 from .client.money import MoneyError, parse_amount, to_piasters
-from .conf import DEFAULTS, paycollect_settings
+from .conf import COUNTS, DEFAULTS, SECONDS, TIMEOUTS, paycollect_settings, read_networks
 from .exceptions import PayCollectConfigurationError
+from .secrecy import stored_credentials
 
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]", "testserver"}
 
@@ -67,7 +66,8 @@ def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
                         id="paycollect.W001",
                     )
                 )
-    if not paycollect_settings.CALLBACK_TOKENS:
+    tokens = paycollect_settings.texts("CALLBACK_TOKENS")
+    if not any(tokens):
         messages.append(
             Warning(
                 "PAYCOLLECT['CALLBACK_TOKENS'] is empty: no callback URL can be accepted.",
@@ -75,7 +75,7 @@ def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
                 id="paycollect.W002",
             )
         )
-    elif any(len(str(token)) < 20 for token in paycollect_settings.CALLBACK_TOKENS):
+    elif any(len(token) < 20 for token in tokens):
         messages.append(
             Warning(
                 "A PAYCOLLECT['CALLBACK_TOKENS'] token is shorter than 20 characters and guessable.",
@@ -84,54 +84,16 @@ def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
         )
     messages += _check_trusted_proxies()
     messages += _check_max_amount()
-    messages += _check_seconds()
-    return messages
-
-
-#: Settings holding a number of seconds: (key, smallest allowed value, whether that value is allowed).
-SECONDS_SETTINGS = (
-    ("CALLBACK_REQUEUE_AFTER", 0, False),
-    ("CALLBACK_FETCH_INTERVAL", 0, True),
-    ("CALLBACK_PUBLISH_LINGER", 0, True),
-    ("RECONCILE_GIVE_UP_AFTER", 0, False),
-)
-#: Seconds settings where None means "never".
-SECONDS_OR_NEVER = frozenset({"RECONCILE_GIVE_UP_AFTER"})
-#: Settings holding a count: (key, the smallest whole number allowed).
-COUNT_SETTINGS = (("RECONCILE_CONCURRENCY", 1), ("CALLBACK_PUBLISH_BUFFER", 0))
-
-
-def _check_seconds() -> list[CheckMessage]:
-    messages: list[CheckMessage] = []
-    for key, floor, floor_allowed in SECONDS_SETTINGS:
-        value = getattr(paycollect_settings, key)
-        if value is None and key in SECONDS_OR_NEVER:
-            continue
-        number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-        if (
-            number is None
-            or not math.isfinite(number)
-            or number < floor
-            or (number == floor and not floor_allowed)
-        ):
-            bound = f"at least {floor}" if floor_allowed else f"more than {floor}"
-            messages.append(
-                Error(
-                    f"PAYCOLLECT['{key}'] is {value!r}: it must be a number of seconds, {bound}.",
-                    hint=f"Remove it to use the default ({DEFAULTS[key]} seconds).",
-                    id="paycollect.E010",
-                )
-            )
-    for key, least in COUNT_SETTINGS:
-        value = getattr(paycollect_settings, key)
-        if not isinstance(value, int) or isinstance(value, bool) or value < least:
-            messages.append(
-                Error(
-                    f"PAYCOLLECT['{key}'] is {value!r}: it must be a whole number, at least {least}.",
-                    hint=f"Remove it to use the default ({DEFAULTS[key]}).",
-                    id="paycollect.E010",
-                )
-            )
+    # The keys of seconds, counts and timeouts, as the app reads them.
+    messages += [
+        Error(
+            f"PAYCOLLECT['{key}'] is {getattr(paycollect_settings, key)!r}: {problem}.",
+            hint=f"Remove it to use the default ({DEFAULTS[key]!r}).",
+            id="paycollect.E010",
+        )
+        for key in (*SECONDS, *COUNTS, *TIMEOUTS)
+        if (problem := paycollect_settings.problem(key)) is not None
+    ]
     return messages
 
 
@@ -301,18 +263,15 @@ def _check_max_amount() -> list[CheckMessage]:
 
 def _check_trusted_proxies() -> list[CheckMessage]:
     messages: list[CheckMessage] = []
-    for entry in paycollect_settings.TRUSTED_PROXIES or ():
-        try:
-            network = ipaddress.ip_network(str(entry), strict=False)
-        except ValueError:
+    for entry, network in read_networks(paycollect_settings.texts("TRUSTED_PROXIES")):
+        if network is None:
             messages.append(
                 Error(
                     f"PAYCOLLECT['TRUSTED_PROXIES'] entry {entry!r} is not an address or network.",
                     id="paycollect.E008",
                 )
             )
-            continue
-        if network.prefixlen == 0:
+        elif network.prefixlen == 0:
             messages.append(
                 Warning(
                     f"PAYCOLLECT['TRUSTED_PROXIES'] entry {entry!r} trusts every address: "
@@ -338,32 +297,20 @@ def check_stored_secrets(
 
     Like Django's own database checks it runs only when asked (``check --database``, ``migrate``).
     """
-    from . import crypto
-    from .models import Community
-
     messages: list[CheckMessage] = []
-    rows: list[tuple[str, str, str]] = []
     for alias in databases or []:
         try:
-            rows += Community.objects.using(alias).values_list(
-                "community_id", "api_key_encrypted", "basic_credentials_encrypted"
-            )
+            rows = stored_credentials(alias)
         except DatabaseError:
             continue  # not migrated yet
-    for community_id, *tokens in rows:
-        for token in tokens:
-            if not token:
-                continue
-            try:
-                crypto.decrypt(token)
-            except crypto.DecryptionError:
-                messages.append(
-                    Error(
-                        f"A stored key of community {community_id} cannot be decrypted.",
-                        hint="Put the key it was encrypted with back into PAYCOLLECT['ENCRYPTION_KEYS'] "
-                        "(after the current one), or enter the key again in the admin.",
-                        id="paycollect.E005",
-                    )
-                )
-                break
+        messages += [
+            Error(
+                f"A stored key of community {community_id} cannot be decrypted.",
+                hint="Put the key it was encrypted with back into PAYCOLLECT['ENCRYPTION_KEYS'] "
+                "(after the current one), or enter the key again in the admin.",
+                id="paycollect.E005",
+            )
+            for community_id, texts in rows
+            if texts is None
+        ]
     return messages

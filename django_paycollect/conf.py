@@ -3,15 +3,19 @@
 Every key, its default and its meaning are listed in :data:`DEFAULTS` (and in the settings
 reference of the docs). A key we do not know is an error, not a silent typo. This is the one reader
 of the app's settings: every tunable is a key here, or an internal constant documented where it is
-declared.
+declared. A key whose value needs reading has one accessor here, which the system checks use too.
 """
 
 from __future__ import annotations
 
 import difflib
+import ipaddress
+import logging
+import math
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any
+from functools import lru_cache
+from typing import Any, cast
 
 from django.conf import settings as django_settings
 from django.utils.translation import gettext_lazy as _
@@ -88,12 +92,69 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+#: Keys read as seconds: zero or more (``SECONDS_FROM_ZERO``), the others above zero (and None: never, for
+#: RECONCILE_GIVE_UP_AFTER alone); keys read as whole numbers, each with the least allowed; timeouts.
+SECONDS_FROM_ZERO = ("CALLBACK_FETCH_INTERVAL", "CALLBACK_PUBLISH_LINGER", "RETURN_FETCH_INTERVAL")
+SECONDS = (*SECONDS_FROM_ZERO, "CALLBACK_REQUEUE_AFTER", "RECONCILE_GIVE_UP_AFTER")
+COUNTS = dict.fromkeys(("RECONCILE_CONCURRENCY", "MAX_CALLBACK_BYTES"), 1)
+COUNTS |= dict.fromkeys(("CALLBACK_PUBLISH_BUFFER", "MAX_NETWORK_RETRIES"), 0)
+TIMEOUTS = ("TIMEOUT", "RETURN_TIMEOUT")
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+logger = logging.getLogger("django_paycollect.settings")
+#: What was logged as unreadable already: a broken setting is logged once per process, not per request.
+_reported: set[str] = set()
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def reading(name: str, value: Any) -> Any:
+    """``value`` of the key ``name`` as the app uses it (seconds, a count, a timeout); ValueError: why not."""
+    if name in TIMEOUTS:
+        pair = list(value) if isinstance(value, (list, tuple)) else []
+        if len(pair) == 2 and all(_number(part) and part > 0 for part in pair):
+            return float(pair[0]), float(pair[1])
+        raise ValueError("it must be (connect seconds, read seconds), both above zero")
+    if name in COUNTS:
+        if isinstance(value, int) and not isinstance(value, bool) and value >= COUNTS[name]:
+            return value
+        raise ValueError(f"it must be a whole number, at least {COUNTS[name]}")
+    if value is None and name == "RECONCILE_GIVE_UP_AFTER":
+        return None
+    from_zero = name in SECONDS_FROM_ZERO
+    if _number(value) and (value > 0 or (value == 0 and from_zero)):
+        return float(value)
+    raise ValueError(f"it must be a number of seconds, {'at least' if from_zero else 'more than'} 0")
+
+
+@lru_cache(maxsize=16)
+def read_networks(entries: tuple[str, ...]) -> tuple[tuple[str, IPNetwork | None], ...]:
+    """Each entry of ``TRUSTED_PROXIES`` with its network, or None (logged, and check ``paycollect.E008``)."""
+    read: list[tuple[str, IPNetwork | None]] = []
+    for entry in entries:
+        try:
+            read.append((entry, ipaddress.ip_network(entry.strip(), strict=False)))
+        except ValueError:
+            _log_once(f"PAYCOLLECT['TRUSTED_PROXIES'] entry {entry!r} is not an address or network; ignored")
+            read.append((entry, None))
+    return tuple(read)
+
+
+def _log_once(text: str) -> None:
+    # Logged, not raised: a typo in a setting must not make us drop callbacks (the system checks refuse it).
+    if text not in _reported:
+        _reported.add(text)
+        logger.error(text)
+
+
 class PayCollectSettings:
     """Attribute access to ``settings.PAYCOLLECT`` merged over :data:`DEFAULTS`."""
 
     def _user(self) -> Mapping[str, Any]:
         value = getattr(django_settings, "PAYCOLLECT", {})
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):  # the usual dict, first: read often
             raise PayCollectConfigurationError("settings.PAYCOLLECT must be a dict")
         return value
 
@@ -107,11 +168,49 @@ class PayCollectSettings:
             raise AttributeError(f"PAYCOLLECT has no key {name}{hint}")
         return self._user().get(name, DEFAULTS[name])
 
-    def or_default(self, name: str) -> Any:
-        """The key's value, or its default when it is set to None: for values that must never be missing
-        where a request is being answered (a callback's size limit, a return's timeout)."""
+    def texts(self, name: str) -> tuple[str, ...]:
+        """A key of one text or a list of them, as texts (one text is one entry, never its letters)."""
         value = getattr(self, name)
-        return DEFAULTS[name] if value is None else value
+        listed = isinstance(value, (list, tuple, set, frozenset))
+        return tuple(map(str, value)) if listed else () if value is None else (str(value),)
+
+    def seconds(self, name: str) -> float | None:
+        """A key of :data:`SECONDS` (None: never, for ``RECONCILE_GIVE_UP_AFTER``)."""
+        return cast("float | None", self._read(name))
+
+    def count(self, name: str) -> int:
+        """A key of :data:`COUNTS`."""
+        return cast(int, self._read(name))
+
+    def timeout(self, name: str) -> tuple[float, float]:
+        """A key of :data:`TIMEOUTS`: (connect seconds, read seconds)."""
+        return cast("tuple[float, float]", self._read(name))
+
+    def trusted_proxies(self) -> tuple[IPNetwork, ...]:
+        """``TRUSTED_PROXIES`` as networks, without the entries :func:`read_networks` cannot read."""
+        read = read_networks(self.texts("TRUSTED_PROXIES"))
+        return tuple(network for _, network in read if network is not None)
+
+    def basic_credentials(self) -> str:
+        """``BASIC_CREDENTIALS``, a (username, password) pair or ``username:password``, as the latter."""
+        value = self.BASIC_CREDENTIALS or ""
+        return ":".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+    def problem(self, name: str) -> str | None:
+        """Why the key's value cannot be read (:func:`reading`), or None: check ``paycollect.E010``."""
+        try:
+            reading(name, getattr(self, name))
+        except ValueError as error:
+            return str(error)
+        return None
+
+    def _read(self, name: str) -> Any:
+        value = getattr(self, name)
+        try:
+            return reading(name, value)
+        except ValueError as error:
+            _log_once(f"PAYCOLLECT['{name}'] is {value!r}: {error}; the default is used")
+            return reading(name, DEFAULTS[name])
 
     def require(self, name: str) -> Any:
         value = getattr(self, name)

@@ -27,7 +27,7 @@ from ..models import (
     DirectOrder,
     Transaction,
 )
-from ..redaction import scrub
+from ..secrecy import scrub
 from ..urls import service_urls
 from .common import (
     REPORTED_ERRORS,

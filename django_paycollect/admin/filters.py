@@ -136,7 +136,7 @@ class CallbackTokenFilter(FixedChoicesFilter):
     field = "token_index"
 
     def choices_of(self, request: HttpRequest) -> list[tuple[str, Any]]:
-        tokens = paycollect_settings.CALLBACK_TOKENS or []
+        tokens = paycollect_settings.texts("CALLBACK_TOKENS")
         return [(str(index), _("token #%(n)d") % {"n": index + 1}) for index in range(len(tokens))]
 
 

@@ -10,12 +10,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["REDACTED", "SECRET_FIELDS", "redact", "walk_texts"]
+__all__ = ["REDACTED", "SECRET_FIELDS", "credential_texts", "redact", "walk_texts"]
 
 #: What a secret is replaced with, wherever it was.
 REDACTED = "[redacted]"
 #: Fields whose value is a secret even though it travels in a body (bank settings of a community).
 SECRET_FIELDS = frozenset({"api_password", "password", "api_key", "secret"})
+
+
+def credential_texts(api_key: str | None, basic_credentials: str | None) -> tuple[str, ...]:
+    """The secret texts of a key and ``user:password`` credentials: each, and the password (4 chars up)."""
+    basic = basic_credentials or ""
+    return tuple(text for text in (api_key or "", basic, basic.partition(":")[2]) if len(text) >= 4)
 
 
 def walk_texts(value: Any, change: Callable[[str], str], *, fields: Iterable[str] = ()) -> Any:

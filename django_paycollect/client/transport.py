@@ -26,7 +26,7 @@ from .. import __version__
 from .envelope import CallInfo, Envelope, interpret
 from .errors import ConnectError, OutcomeUnknownError, PayCollectError
 from .money import dumps_json
-from .redaction import SECRET_FIELDS, redact
+from .redaction import SECRET_FIELDS, credential_texts, redact
 from .types import (
     Logo,
 )
@@ -175,11 +175,8 @@ class Transport:
             username, password = basic_credentials
             basic_credentials = f"{username}:{password}"
         self._basic = _Secret(basic_credentials) if basic_credentials else None
-        # What _scrub removes: the key, the joined credentials and the password alone (longest first).
-        texts = [api_key or "", basic_credentials or "", (basic_credentials or "").partition(":")[2]]
-        self._secret_texts = tuple(
-            _Secret(t) for t in sorted({t for t in texts if len(t) >= 4}, key=len, reverse=True)
-        )
+        # What _scrub removes: the key, the joined credentials and the password alone.
+        self._secret_texts = tuple(_Secret(t) for t in credential_texts(api_key, basic_credentials))
         self.session = session or self._new_session(self.base_url)
         self.user_agent = f"django-paycollect/{__version__} python-requests/{requests.__version__}"
         # Tests replace this to avoid waiting; nothing else should.

@@ -7,19 +7,17 @@ parses the claims (:mod:`.parsing`), and hands them to the callback ledger
 commit, it hands the callback on (``tasks.hand_on``): the request does not wait for the broker.
 Verification, the state of a stored callback, the sweep and reprocessing are the ledger's.
 
-Our secrets (URL tokens, the echoed secret) are removed from everything stored
-(:mod:`django_paycollect.redaction`).
+Our secrets (:func:`~django_paycollect.secrecy.our_secrets`) are removed from everything stored.
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
-import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import partial
 from typing import Any
 from urllib.parse import unquote
 
@@ -30,9 +28,10 @@ from django.urls import Resolver404, resolve
 
 from .. import services, tasks
 from ..client.money import MAX_JSON_DEPTH, loads_json, too_deep
-from ..conf import paycollect_settings
+from ..client.redaction import REDACTED
+from ..conf import IPNetwork, paycollect_settings
 from ..models import json_safe
-from ..redaction import REDACTED, callback_secrets, scrub, scrub_all
+from ..secrecy import our_secrets, scrub, scrub_json_field
 from ..serializers import error_messages
 from .fastpath import fast_callback_claims
 from .parsing import CALLBACK_FIELDS, CallbackBodySerializer
@@ -57,16 +56,18 @@ OVERSIZED_EXCERPT_BYTES = 1024
 
 
 def match_token(token: str) -> int | None:
-    """Position of ``token`` in ``CALLBACK_TOKENS`` (a list, so tokens can be rotated), or None.
+    """Position of ``token`` in ``CALLBACK_TOKENS`` (a list, so tokens can be rotated), or None."""
+    return _position(token, paycollect_settings.texts("CALLBACK_TOKENS"))
 
-    Every configured token is compared, in constant time, whichever matches: the answer's timing
-    tells nothing about how close a guess was nor which token is current.
-    """
-    offered = token.encode("utf-8", errors="surrogateescape")
+
+def _position(offered: str, accepted: Sequence[str]) -> int | None:
+    """Position of ``offered`` in ``accepted``, or None. Each is compared in constant time, whichever matches:
+    the answer's timing tells nothing about how close a guess was nor which value is current."""
+    given = offered.encode("utf-8", errors="surrogateescape")
     found: int | None = None
-    for index, configured in enumerate(paycollect_settings.CALLBACK_TOKENS or []):
-        expected = str(configured).encode("utf-8", errors="surrogateescape")
-        if hmac.compare_digest(offered, expected) and expected and found is None:
+    for index, value in enumerate(accepted):
+        expected = value.encode("utf-8", errors="surrogateescape")
+        if hmac.compare_digest(given, expected) and expected and found is None:
             found = index
     return found
 
@@ -100,7 +101,6 @@ def redact_callback_path(path: str) -> str:
 
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 def parse_ip(text: str) -> IPAddress | None:
@@ -127,29 +127,6 @@ def parse_ip(text: str) -> IPAddress | None:
     return address
 
 
-@lru_cache(maxsize=16)
-def _networks(entries: tuple[str, ...]) -> tuple[IPNetwork, ...]:
-    networks = []
-    for entry in entries:
-        try:
-            networks.append(ipaddress.ip_network(entry.strip(), strict=False))
-        except ValueError:
-            # Logged, not raised: a typo in the list must not make us drop callbacks.
-            logger.error("PAYCOLLECT['TRUSTED_PROXIES']: %r is not an address or network; ignored", entry)
-    return tuple(networks)
-
-
-def trusted_proxies() -> tuple[IPNetwork, ...]:
-    """``PAYCOLLECT["TRUSTED_PROXIES"]``: addresses or networks (CIDR) of our own reverse proxies.
-
-    Default: none, so the client IP is ``REMOTE_ADDR`` and ``X-Forwarded-For`` is only recorded.
-    """
-    entries = paycollect_settings.or_default("TRUSTED_PROXIES")
-    if isinstance(entries, str):
-        entries = [entries]
-    return _networks(tuple(str(entry) for entry in entries))
-
-
 def client_ip(meta: Mapping[str, Any], proxies: Sequence[IPNetwork] | None = None) -> str | None:
     """The address that connected to our first trusted proxy (or to us): never a value a client chose.
 
@@ -158,7 +135,7 @@ def client_ip(meta: Mapping[str, Any], proxies: Sequence[IPNetwork] | None = Non
     written by the client itself and may be forged). An unreadable hop gives None: nothing can be
     said about who is behind it.
     """
-    proxies = trusted_proxies() if proxies is None else proxies
+    proxies = paycollect_settings.trusted_proxies() if proxies is None else proxies
     remote = parse_ip(str(meta.get("REMOTE_ADDR") or ""))
     if remote is None or not _trusted(remote, proxies):
         return str(remote) if remote is not None else None
@@ -184,8 +161,7 @@ _HEADER_KEYS = tuple(
 )
 
 
-def selected_headers(meta: Mapping[str, Any], secrets: list[str] | None = None) -> dict[str, str]:
-    secrets = callback_secrets() if secrets is None else secrets
+def selected_headers(meta: Mapping[str, Any], secrets: Sequence[str]) -> dict[str, str]:
     headers = {}
     for name, key in _HEADER_KEYS:
         value = meta.get(key)
@@ -220,14 +196,10 @@ class _Refused(Exception):
         self.claims = claims or {}
 
 
-def max_callback_bytes() -> int:
-    return int(paycollect_settings.or_default("MAX_CALLBACK_BYTES"))
-
-
 def receive(request: HttpRequest, token_index: int) -> Received:
     """Store the callback POSTed in ``request`` (through the ledger) and hand it on for verification after
     the commit. Invalid callbacks are stored too (state *invalid*, with the reason) and answered 4xx."""
-    secrets = callback_secrets()  # read once: every stored text of this callback is scrubbed of them
+    secrets = our_secrets()  # read once: every stored text of this callback is scrubbed of them
     base: dict[str, Any] = {
         "token_index": token_index,
         "remote_addr": client_ip(request.META),
@@ -247,8 +219,8 @@ def receive(request: HttpRequest, token_index: int) -> Received:
     return Received(200, stored.callback_id)
 
 
-def _read_and_parse(request: HttpRequest, secrets: list[str]) -> tuple[str, dict[str, Any]]:
-    limit = max_callback_bytes()
+def _read_and_parse(request: HttpRequest, secrets: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    limit = paycollect_settings.count("MAX_CALLBACK_BYTES")
     declared = _content_length(request.META)
     if declared is not None and declared > limit:
         # Not read at all: the sender said how big it is.
@@ -290,7 +262,7 @@ def _read_and_parse(request: HttpRequest, secrets: list[str]) -> tuple[str, dict
         valid = serializer.is_valid()
         data, hints = (serializer.validated_data if valid else None), serializer.hint_errors
         errors = None if valid else serializer.errors
-    claims = scrub_all(_claims(data, document, hints), secrets) if data is not None else {}
+    claims = scrub(_claims(data, document, hints), secrets) if data is not None else {}
     if secret_problem:
         # The claims are kept (when well formed) so the admin shows what the forgery pretended.
         raise _Refused(403, secret_problem, body=text, claims=claims)
@@ -298,7 +270,7 @@ def _read_and_parse(request: HttpRequest, secrets: list[str]) -> tuple[str, dict
         reason = "wrong fields: " + _flatten(errors)
         if hints:
             reason += "; also malformed: " + _flatten(hints)
-        raise _Refused(400, reason, body=text, claims={"hint_errors": scrub_all(hints, secrets)})
+        raise _Refused(400, reason, body=text, claims={"hint_errors": scrub(hints, secrets)})
     return text, claims
 
 
@@ -403,49 +375,20 @@ def _claims(data: Mapping[str, Any], document: Mapping[str, Any], hints: Mapping
 # --- the optional shared secret echoed in the body ---------------------------------------------------
 
 
-def callback_secret() -> tuple[str, list[str]]:
-    """(field, accepted secrets): ``CALLBACK_SECRET_FIELD`` and ``CALLBACK_SECRET`` (text or a list,
-    for rotation). No field or no secret: the check is off."""
-    field_name = str(paycollect_settings.or_default("CALLBACK_SECRET_FIELD"))
-    secrets = paycollect_settings.or_default("CALLBACK_SECRET")
-    if isinstance(secrets, str):
-        secrets = [secrets]
-    accepted = [str(secret) for secret in secrets if secret]
-    return (field_name, accepted) if field_name and accepted else ("", [])
-
-
 def _check_secret(document: dict[str, Any], text: str) -> tuple[str, dict[str, Any], str]:
-    """Check and remove the secret field. Returns (problem or "", the document without it, the body
-    text with the sent value and our secrets redacted)."""
-    field_name, accepted = callback_secret()
-    if not field_name:
+    """Check and remove the secret field ``CALLBACK_SECRET_FIELD``, which must hold one of ``CALLBACK_SECRET``
+    (text or a list, for rotation; no field or no secret: the check is off). Returns (problem or "", the
+    document without it, the body text with the sent value and our secrets redacted)."""
+    field_name = str(paycollect_settings.CALLBACK_SECRET_FIELD or "")
+    accepted = [secret for secret in paycollect_settings.texts("CALLBACK_SECRET") if secret]
+    if not field_name or not accepted:
         return "", document, text
     sent = document.get(field_name)
     document = {key: value for key, value in document.items() if key != field_name}
-    offered = sent.encode("utf-8", errors="surrogateescape") if isinstance(sent, str) else b""
-    # Compared with every secret, in constant time, whatever the outcome.
-    matches = [
-        hmac.compare_digest(offered, secret.encode("utf-8", errors="surrogateescape")) for secret in accepted
-    ]
     problem = ""
     if sent is None:
         problem = "the callback secret is missing"
-    elif not any(matches) or not offered:
+    elif _position(sent if isinstance(sent, str) else "", accepted) is None:
         problem = "the callback secret does not match"
     values = [*accepted, sent] if isinstance(sent, str) and sent else accepted
-    return problem, document, _redact(text, field_name, values, document)
-
-
-def _redact(text: str, field_name: str, values: Sequence[str], without: Mapping[str, Any]) -> str:
-    """The raw body with the secret's JSON strings replaced; when an escaped spelling defeats that,
-    the body re-written from the parsed document instead (exactness of the bytes matters less)."""
-    for value in values:
-        for spelling in {json.dumps(value), json.dumps(value, ensure_ascii=False)}:
-            text = text.replace(spelling, json.dumps(REDACTED))
-    try:
-        again = loads_json(text)
-    except (ValueError, RecursionError):
-        again = None
-    if isinstance(again, dict) and again.get(field_name, REDACTED) == REDACTED:
-        return text
-    return json.dumps({**json_safe(dict(without)), field_name: REDACTED}, ensure_ascii=False)
+    return problem, document, scrub_json_field(text, field_name, values, document)

@@ -9,15 +9,13 @@ PENDING, SUCCESSFUL or FAILED.
 from __future__ import annotations
 
 import logging
-import math
-
-from django.core.cache import cache
 
 from .. import services
 from ..conf import paycollect_settings
 from ..exceptions import NotFound
 from ..ids import canonical_uuid
 from ..models import ReceivedCallback, Transaction
+from ..services.callback_insert import take_fetch_turn
 
 logger = logging.getLogger("django_paycollect.returns")
 
@@ -35,11 +33,6 @@ def public_status(txn: Transaction | None) -> str:
     if txn.status == Transaction.SUCCESSFUL:
         return PUBLIC_SUCCESSFUL
     return PUBLIC_FAILED if txn.status == Transaction.FAILED else PUBLIC_PENDING
-
-
-def return_timeout() -> tuple[float, float]:
-    connect, read = paycollect_settings.or_default("RETURN_TIMEOUT")
-    return float(connect), float(read)
 
 
 def verified_status(uuid: str) -> str:
@@ -68,7 +61,10 @@ def verified_status(uuid: str) -> str:
         )
         if heard_of is None:
             return PUBLIC_PENDING
-    if not _may_fetch(uuid):
+    # At most one fetch per transaction per interval from returns and the status endpoint, across processes,
+    # so that polling pages (or someone replaying a uuid) cannot make us hammer the service.
+    interval = paycollect_settings.seconds("RETURN_FETCH_INTERVAL") or 0.0
+    if interval > 0 and take_fetch_turn(uuid, interval, by="return") is None:
         return public_status(txn)
     try:
         txn = services.sync_transaction(
@@ -76,7 +72,7 @@ def verified_status(uuid: str) -> str:
             uuid=uuid,
             community_id=services.community_of(heard_of.merchant_id) if heard_of is not None else None,
             source="return",
-            timeout=return_timeout(),
+            timeout=paycollect_settings.timeout("RETURN_TIMEOUT"),
             max_network_retries=0,  # the customer is waiting: the page polls instead of us retrying
         )
     except NotFound:
@@ -102,13 +98,3 @@ def uuid_for_service_id(service_id: int) -> str | None:
     )
     uuids = list(found[:2])
     return uuids[0] if len(uuids) == 1 else None
-
-
-def _may_fetch(uuid: str) -> bool:
-    # At most one fetch per transaction per interval from returns and the status endpoint, so that
-    # polling pages (or someone replaying a uuid) cannot make us hammer the service.
-    interval = float(paycollect_settings.or_default("RETURN_FETCH_INTERVAL"))
-    if interval <= 0:
-        return True
-    # cache.add is atomic in every backend: one fetch per interval per uuid (per cache).
-    return bool(cache.add(f"paycollect:return-fetch:{uuid.lower()}", True, timeout=math.ceil(interval)))

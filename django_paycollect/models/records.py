@@ -278,13 +278,13 @@ class Dashboard(models.Model):
 
 
 class FetchMark(models.Model):
-    """When a callback's verification last took the right to fetch a uuid: a row per uuid, for all processes.
+    """When the right to fetch a uuid was last taken (``callback_insert.take_fetch_turn``): a row per uuid.
 
     It bounds what callbacks can make us ask of the service: a verification takes the right to fetch
     (``claimed_at``) at most once per ``CALLBACK_FETCH_INTERVAL`` per uuid; a callback queued before a
     fetch was sent is answered by that fetch instead (``Transaction.fetch_sent_at``, or
     ``not_found_at`` for a uuid the service does not know). So 300 callbacks claiming 300 statuses of
-    one uuid cost a fetch or two, not 300.
+    one uuid cost a fetch or two, not 300. Browser returns take theirs apart, in rows ``return:<uuid>``.
     """
 
     uuid = CanonicalUuidField(_("transaction uuid"), max_length=64)

@@ -151,7 +151,7 @@ def concurrency(model: type[models.Model] = Transaction) -> int:
     connection = connections[router.db_for_write(model)]
     if connection.in_atomic_block or connection.vendor == "sqlite":
         return 1
-    return max(1, int(paycollect_settings.RECONCILE_CONCURRENCY or 1))
+    return paycollect_settings.count("RECONCILE_CONCURRENCY")
 
 
 def open_at_the_service() -> Q:
@@ -161,8 +161,8 @@ def open_at_the_service() -> Q:
 
 def give_up_after() -> timedelta | None:
     """``RECONCILE_GIVE_UP_AFTER`` as an age, or None (open transactions are fetched whatever their age)."""
-    seconds = paycollect_settings.RECONCILE_GIVE_UP_AFTER
-    return timedelta(seconds=seconds) if seconds else None
+    seconds = paycollect_settings.seconds("RECONCILE_GIVE_UP_AFTER")
+    return None if seconds is None else timedelta(seconds=seconds)
 
 
 def given_up(now: datetime | None = None) -> Q:

@@ -116,9 +116,6 @@ from .calls import (
     guarded_write as guarded_write,
 )
 from .calls import (
-    mask as mask,
-)
-from .calls import (
     sent_by_task as sent_by_task,
 )
 from .common import (

@@ -6,7 +6,7 @@ callback, which at hundreds of callbacks a second was a good part of a request. 
 once per kind of database from the model's own fields, and each value is still prepared by its field
 (``get_db_prep_save``, as the ORM prepares it; a default that is not computed, once), so the row is the same
 (a test stores the same callback both ways and compares the rows). Used only by the callback ledger, the one
-writer of a callback's state.
+writer of a callback's state, and (the fetch claim) by browser returns.
 
 A redelivery, and a fetch claim that another verification holds, are ordinary events, not errors: both
 statements say ``ON CONFLICT`` on their unique column, so the database answers "nothing inserted" instead of
@@ -25,7 +25,8 @@ from typing import Any
 
 from django.db import IntegrityError, connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Field, Model, Q, signals
+from django.db.models import Field, Model, signals
+from django.utils import timezone
 
 from ..models import FetchMark, ReceivedCallback
 from .common import savepoint_if_atomic
@@ -171,39 +172,29 @@ def _claim_statement(connection: BaseDatabaseWrapper, timed: bool) -> str:
     return _CLAIMS[key]
 
 
-def claim_fetch_mark(
-    uuid: str, now: dt.datetime, *, asked: dt.datetime, due_before: dt.datetime | None
-) -> bool:
-    """Take the right to fetch ``uuid`` at ``now`` in one statement: True when this call took it.
-
-    Taken when no mark of the uuid exists yet (one is inserted), or when its mark says neither that a
-    fetch sent at or after ``asked`` found the uuid unknown nor (``due_before`` given) that the right was
-    taken after ``due_before``. Of calls racing for the same uuid, the database lets one take it; the
-    others get False and read the mark (:func:`~.callback_ledger._claim_fetch` says why they wait).
-    """
-    connection = connections[router.db_for_write(FetchMark)]
-    if not connection.features.supports_update_conflicts_with_target:
-        return _claim_by_orm(uuid, now, asked=asked, due_before=due_before)
+def take_fetch_turn(
+    uuid: str,
+    interval: float | None,
+    *,
+    asked: dt.datetime | None = None,
+    by: str = "",
+    now: dt.datetime | None = None,
+) -> dt.datetime | None:
+    """Take the right to fetch transaction ``uuid`` now, at most once per ``interval`` seconds across every
+    process (None: whenever the last was), in one statement: when it was taken, or None when it was taken
+    less than ``interval`` ago or a fetch sent at or after ``asked`` found the uuid unknown. ``by``: who asks,
+    when not a callback's verification; browser returns (``"return"``) take turns of their own, so neither
+    waits for the other's (a return's fetch sent after a callback was queued answers it anyway)."""
+    now = now or timezone.now()
+    key, asked = (f"{by}:{uuid}" if by else uuid), asked or now
+    due_before = None if interval is None else now - dt.timedelta(seconds=interval)
+    connection = connections[router.db_for_write(FetchMark)]  # SQLite and PostgreSQL: both say ON CONFLICT
     prepare = _field(FetchMark, "claimed_at").get_db_prep_save
-    params = [_field(FetchMark, "uuid").get_db_prep_save(uuid, connection), prepare(now, connection)]
+    params = [_field(FetchMark, "uuid").get_db_prep_save(key, connection), prepare(now, connection)]
     params.append(_field(FetchMark, "not_found_at").get_db_prep_save(asked, connection))
     if due_before is not None:
         params.append(prepare(due_before, connection))
     with connection.cursor() as cursor:
         cursor.execute(_claim_statement(connection, due_before is not None), params)
         # One row inserted or updated, or none (the condition refused the update).
-        return bool(cursor.rowcount)
-
-
-def _claim_by_orm(uuid: str, now: dt.datetime, *, asked: dt.datetime, due_before: dt.datetime | None) -> bool:
-    # A database without ON CONFLICT: the INSERT's violation caught, then one conditional UPDATE.
-    try:
-        with savepoint_if_atomic(FetchMark):
-            FetchMark.objects.create(uuid=uuid, claimed_at=now)
-        return True
-    except IntegrityError:
-        pass
-    due = Q(not_found_at__isnull=True) | Q(not_found_at__lt=asked)
-    if due_before is not None:
-        due &= Q(claimed_at__isnull=True) | Q(claimed_at__lte=due_before)
-    return bool(FetchMark.objects.filter(due, uuid=uuid).update(claimed_at=now))
+        return now if cursor.rowcount else None

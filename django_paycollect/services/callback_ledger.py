@@ -30,14 +30,13 @@ from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from ..client.redaction import redact
 from ..conf import paycollect_settings
 from ..exceptions import NotFound, ServiceUnavailable, describe_error
 from ..ids import canonical_uuid
 from ..models import Community, DirectOrder, FetchMark, HousekeepingRun, ReceivedCallback, Transaction
-from ..redaction import scrub_error
-from .callback_insert import claim_fetch_mark, insert_callback
-from .calls import _secrets, current_task_id
+from ..secrecy import scrub_error
+from .callback_insert import insert_callback, take_fetch_turn
+from .calls import current_task_id
 from .housekeeping import record_run
 from .sync import _sync
 
@@ -199,7 +198,7 @@ def reprocess_callback(callback_id: int, *, afresh: bool = True, here: bool = Fa
 
 def requeue_after() -> dt.timedelta:
     """``PAYCOLLECT["CALLBACK_REQUEUE_AFTER"]``: how long past its due time a queued callback is stuck."""
-    return dt.timedelta(seconds=float(paycollect_settings.CALLBACK_REQUEUE_AFTER))
+    return dt.timedelta(seconds=paycollect_settings.seconds("CALLBACK_REQUEUE_AFTER") or 0)
 
 
 def stuck_filter(now: dt.datetime | None = None) -> Q:
@@ -335,7 +334,7 @@ class FetchDeferred(Exception):
 
 def callback_fetch_interval() -> dt.timedelta:
     """``PAYCOLLECT["CALLBACK_FETCH_INTERVAL"]``: callbacks fetch a transaction at most once per this long."""
-    return dt.timedelta(seconds=float(paycollect_settings.CALLBACK_FETCH_INTERVAL))
+    return dt.timedelta(seconds=paycollect_settings.seconds("CALLBACK_FETCH_INTERVAL") or 0)
 
 
 #: Added to a deferral, so the deferred verification finds the interval over rather than just not yet.
@@ -348,14 +347,14 @@ def _claim_fetch(callback_id: int, uuid: str, asked: dt.datetime, *, force: bool
     ago (unless ``force``: a person asked), and :class:`~django_paycollect.exceptions.NotFound` when a
     fetch sent after ``asked`` found that the service does not know the uuid.
 
-    One statement when the right is taken (:func:`~.callback_insert.claim_fetch_mark`, which inserts the
-    uuid's mark or updates it on its own conditions); one more, reading the mark, when it is not. A claim
-    that another verification holds is no database error."""
+    One statement when the right is taken (:func:`~.callback_insert.take_fetch_turn`); one more, reading
+    the mark, when it is not. A claim that another verification holds is no database error."""
     while True:
-        now, interval = timezone.now(), callback_fetch_interval()
-        due_before = None if force else now - interval
-        if claim_fetch_mark(uuid, now, asked=asked, due_before=due_before):
-            return now
+        interval = callback_fetch_interval()
+        taken = take_fetch_turn(uuid, None if force else interval.total_seconds(), asked=asked)
+        if taken is not None:
+            return taken
+        now = timezone.now()
         mark = FetchMark.objects.filter(uuid=uuid).values_list("claimed_at", "not_found_at").first()
         if mark is None:  # pruned a moment ago: the next claim inserts it again
             continue
@@ -463,12 +462,11 @@ def _verified(callback: ReceivedCallback, txn: Transaction, answered: str = "") 
 
 def callback_failed(callback_id: int, error: BaseException, traceback_text: str = "") -> None:
     """Record that a callback could not be verified (shown in the admin; reprocessable)."""
-    secrets = _secrets(None)
     ReceivedCallback.objects.filter(pk=callback_id).exclude(state=ReceivedCallback.PROCESSED).update(
         state=ReceivedCallback.FAILED,
         next_attempt_at=None,
-        error=redact(describe_error(error), secrets)[:2000],
-        traceback=redact(traceback_text, secrets)[-20000:],
+        error=scrub_error(describe_error(error))[:2000],
+        traceback=scrub_error(traceback_text)[-20000:],
     )
 
 
@@ -479,7 +477,7 @@ def callback_waiting(callback_id: int, seconds: float, *, error: str = "", outco
     """
     changes: dict[str, Any] = {"next_attempt_at": timezone.now() + dt.timedelta(seconds=seconds)}
     if error:
-        changes["error"] = redact(error, _secrets(None))[:2000]
+        changes["error"] = scrub_error(error)[:2000]
     if outcome:
         changes["outcome"] = outcome[:2000]
     ReceivedCallback.objects.filter(pk=callback_id, state__in=ReceivedCallback.WAITING_STATES).update(

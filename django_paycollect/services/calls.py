@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 from django.core.exceptions import NON_FIELD_ERRORS
@@ -25,7 +26,7 @@ from ..client import (
     UnexpectedResponseError,
     ValidationError,
 )
-from ..client.redaction import redact
+from ..client.redaction import SECRET_FIELDS
 from ..conf import paycollect_settings
 from ..exceptions import (
     NotFound,
@@ -39,6 +40,7 @@ from ..models import (
     json_safe,
 )
 from ..problem_messages import service_field_errors
+from ..secrecy import mask_personal_data, our_secrets, scrub
 from .common import _require_autocommit
 from .config import CommunityConfig, get_client
 
@@ -53,59 +55,6 @@ current_task_id: contextvars.ContextVar[str] = contextvars.ContextVar("paycollec
 
 # --- recording API calls ------------------------------------------------------------------
 
-_PII_KEYS = {
-    "name": "name",  # billing_data.name only (see _mask_body)
-    "email": "email",
-    "phone_number": "phone",
-    "customer_name": "name",
-    "customer_email": "email",
-    "customer_mobile": "phone",
-    "cc_email": "email",
-    "phone": "phone",
-    "address": "text",
-}
-
-
-def mask(value: Any, kind: str) -> Any:
-    """``Mona Ali`` -> ``M*** A***``; ``mona@example.com`` -> ``m***@example.com``; phones keep 4 digits."""
-    if not isinstance(value, str) or not value:
-        return value
-    if kind == "email" and "@" in value:
-        local, _, domain = value.partition("@")
-        return f"{local[:1]}***@{domain}"
-    if kind == "phone":
-        return f"{value[:3]}***{value[-4:]}" if len(value) > 8 else "***"
-    if kind == "name":
-        return " ".join(f"{part[:1]}***" for part in value.split())
-    return "***"
-
-
-def _mask_body(body: Any, *, inside_billing: bool = False) -> Any:
-    if isinstance(body, Mapping):
-        out = {}
-        for key, value in body.items():
-            kind = _PII_KEYS.get(key)
-            if key == "name" and not inside_billing:
-                kind = None  # an order's or a community's name is not personal data
-            if key == "billing_data":
-                out[key] = _mask_body(value, inside_billing=True)
-            elif kind:
-                out[key] = mask(value, kind)
-            else:
-                out[key] = _mask_body(value)
-        return out
-    if isinstance(body, list):
-        return [_mask_body(item) for item in body]
-    return body
-
-
-def _secrets(config: CommunityConfig | None) -> tuple[str, ...]:
-    values = [config.api_key, config.basic_credentials] if config else []
-    values += [str(t) for t in paycollect_settings.CALLBACK_TOKENS or []]
-    echoed = paycollect_settings.CALLBACK_SECRET or []
-    values += [echoed] if isinstance(echoed, str) else [str(v) for v in echoed]
-    return tuple(v for v in values if v)
-
 
 def _record(
     operation: str,
@@ -118,10 +67,11 @@ def _record(
 ) -> ApiCall:
     call = envelope.call if envelope is not None else (error.call if error is not None else None)
     op = OPERATIONS[operation]
-    secrets = _secrets(config)
+    secrets = our_secrets(config)
+    hide = partial(scrub, secrets=secrets, fields=SECRET_FIELDS)
     body: Any = None
     if call is not None and paycollect_settings.STORE_REQUEST_BODIES:
-        body = redact(json_safe(_mask_body(call.request_body)), secrets)
+        body = hide(json_safe(mask_personal_data(call.request_body)))
     answer = envelope if envelope is not None else (error.envelope if error is not None else None)
     errors: Any = answer.errors if answer is not None else []
     if isinstance(error, ValidationError) and not error.sent:
@@ -136,14 +86,14 @@ def _record(
         sent=call is not None and not isinstance(error, ConnectError),
         http_status=call.http_status if call else None,
         code=answer.code if answer is not None else None,
-        message=redact(answer.message, secrets) if answer is not None else "",
-        errors=redact(json_safe(errors), secrets),
-        data=redact(json_safe(answer.data), secrets) if answer is not None else None,
+        message=hide(answer.message) if answer is not None else "",
+        errors=hide(json_safe(errors)),
+        data=hide(json_safe(answer.data)) if answer is not None else None,
         count=answer.count if answer is not None else None,
         next=answer.next or "" if answer is not None else "",
         previous=answer.previous or "" if answer is not None else "",
         error_class=type(error).__name__ if error is not None else "",
-        error_message=redact(str(error), secrets) if error is not None else "",
+        error_message=hide(str(error)) if error is not None else "",
         body_excerpt=error.body_excerpt if error is not None else "",
         outcome_unknown=bool(error is not None and error.outcome_unknown),
         duration_ms=round(call.duration * 1000) if call else None,

@@ -83,13 +83,10 @@ def _community_config(wanted: str, default_id: str | None) -> CommunityConfig:
                 _("The stored API key cannot be decrypted (see system check paycollect.E005).")
             ) from None
     if wanted == default_id:
-        basic = paycollect_settings.BASIC_CREDENTIALS or ""
-        if isinstance(basic, (tuple, list)):
-            basic = ":".join(basic)
         return CommunityConfig(
             wanted,
             paycollect_settings.require("API_KEY"),
-            basic,
+            paycollect_settings.basic_credentials(),
             paycollect_settings.VARIABLE_AMOUNT_ID or (row.variable_amount_id if row else None),
         )
     unknown = _(
@@ -111,25 +108,16 @@ def get_client(
 
     Without a community (``None``: creating a community needs no key), a client without credentials.
     """
-    timeout = tuple(timeout or paycollect_settings.TIMEOUT)
-    retries = paycollect_settings.MAX_NETWORK_RETRIES if max_network_retries is None else max_network_retries
+    timeout = timeout or paycollect_settings.timeout("TIMEOUT")
+    retries = (
+        paycollect_settings.count("MAX_NETWORK_RETRIES")
+        if max_network_retries is None
+        else max_network_retries
+    )
     api_key = config.api_key if config else ""
     basic_credentials = config.basic_credentials if config else ""
-    fingerprint = hashlib.sha256(
-        "\x00".join(
-            map(
-                str,
-                (
-                    paycollect_settings.require("BASE_URL"),
-                    api_key,
-                    basic_credentials,
-                    timeout,
-                    retries,
-                    paycollect_settings.PROMOCODE_METHOD,
-                ),
-            )
-        ).encode()
-    ).hexdigest()
+    read = (paycollect_settings.require("BASE_URL"), api_key, basic_credentials, timeout, retries)
+    fingerprint = hashlib.sha256(repr((*read, paycollect_settings.PROMOCODE_METHOD)).encode()).hexdigest()
     cache: dict[str, PayCollectClient] = getattr(_clients, "cache", None) or {}
     _clients.cache = cache
     client = cache.get(fingerprint)

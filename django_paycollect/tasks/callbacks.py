@@ -38,7 +38,8 @@ def hand_on(callback_id: int, *, force: bool = False) -> None:
     fails leaves it *received* for the sweep: nothing is lost and the sender still gets its 200.
     """
     try:
-        buffered = not force and not _eager() and publish_buffer() > 0 and threads_run()
+        buffer = paycollect_settings.count("CALLBACK_PUBLISH_BUFFER")
+        buffered = not force and not _eager() and buffer > 0 and threads_run()
         if buffered and publisher.submit(callback_id):
             return
         if buffered:
@@ -48,15 +49,11 @@ def hand_on(callback_id: int, *, force: bool = False) -> None:
                 callback_id,
                 publisher.waiting(),
             )
-    except Exception:  # a broken setting must not turn the 200 of a stored callback into a 503
+    except Exception:  # a broken publisher must not turn the 200 of a stored callback into a 503
         logger.exception(
             "callback #%s: the publisher could not take it; published in its request", callback_id
         )
     _share_out([callback_id], force=force)
-
-
-def publish_buffer() -> int:
-    return int(paycollect_settings.or_default("CALLBACK_PUBLISH_BUFFER"))
 
 
 def _eager() -> bool:
@@ -74,8 +71,8 @@ def _publish(callback_ids: list[int], *, force: bool = False, countdown: float |
 publisher = Publisher(
     _publish,
     services.callback_not_queued,
-    capacity=publish_buffer,
-    linger=lambda: float(paycollect_settings.or_default("CALLBACK_PUBLISH_LINGER")),
+    capacity=lambda: paycollect_settings.count("CALLBACK_PUBLISH_BUFFER"),
+    linger=lambda: paycollect_settings.seconds("CALLBACK_PUBLISH_LINGER") or 0.0,
 )
 
 

@@ -189,7 +189,7 @@ if not DEBUG:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"paycollect_secrets": {"()": "django_paycollect.redaction.SecretsLogFilter"}},
+    "filters": {"paycollect_secrets": {"()": "django_paycollect.secrecy.SecretsLogFilter"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["paycollect_secrets"]}

@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from django_paycollect.models import FetchMark, ReceivedCallback
-from django_paycollect.services.callback_insert import claim_fetch_mark, insert_callback
+from django_paycollect.services.callback_insert import insert_callback, take_fetch_turn
 
 pytestmark = pytest.mark.django_db
 
@@ -150,7 +150,8 @@ UUID = "3f1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f60"
 
 
 def claim(now: dt.datetime, *, asked: dt.datetime = NOW, interval: dt.timedelta | None = None) -> bool:
-    return claim_fetch_mark(UUID, now, asked=asked, due_before=None if interval is None else now - interval)
+    seconds = None if interval is None else interval.total_seconds()
+    return take_fetch_turn(UUID, seconds, asked=asked, now=now) is not None
 
 
 def test_a_fetch_claim_is_one_statement_taken_once_per_interval():
@@ -178,3 +179,12 @@ def test_a_fetch_claim_is_refused_while_a_later_fetch_found_the_uuid_unknown():
     assert not claim(later, asked=NOW + dt.timedelta(seconds=1))
     assert claim(later, asked=NOW + dt.timedelta(seconds=2))  # asked after it: fetch again
     assert FetchMark.objects.get().claimed_at == later
+
+
+def test_returns_and_callbacks_take_their_turns_to_fetch_apart():
+    assert take_fetch_turn(UUID, 30, by="return") is not None
+    assert take_fetch_turn(UUID, 30, by="return") is None  # within the returns' interval
+    assert take_fetch_turn(UUID, 30) is not None  # a callback does not wait for a return's turn
+    assert take_fetch_turn(UUID, 30) is None
+    assert take_fetch_turn(UUID, None) is not None  # a person asked: now
+    assert sorted(FetchMark.objects.values_list("uuid", flat=True)) == [UUID, f"return:{UUID}"]

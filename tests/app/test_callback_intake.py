@@ -13,24 +13,17 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from django.core.cache import cache
 from django.db import OperationalError, connections
 from django.urls import reverse
 
 from django_paycollect import tasks
 from django_paycollect.conf import DEFAULTS
 from django_paycollect.intake import receive
-from django_paycollect.models import ReceivedCallback, Transaction
+from django_paycollect.models import Community, ReceivedCallback, Transaction
 from django_paycollect.sandbox.envelope import dumps
 from django_paycollect.services import callback_ledger
 from tests.conftest import CALLBACK_TOKEN
 from tests.support.callbacks import URL, UUID, body_for, committed, live, post
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> None:
-    cache.clear()  # the throttle of re-verifications lives in the cache
-
 
 # --- which requests are callbacks: the token, the method, the body --------------------------------------
 
@@ -57,6 +50,22 @@ def test_a_rotated_token_is_accepted_and_only_its_position_is_stored(client, set
     stored = json.dumps(list(ReceivedCallback.objects.values()), default=str)
     assert old not in stored
     assert CALLBACK_TOKEN not in stored
+
+
+@pytest.mark.django_db
+def test_a_token_given_as_one_text_is_that_token_never_one_of_its_letters(client, settings, no_worker):
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "CALLBACK_TOKENS": CALLBACK_TOKEN}
+    assert post(client, body_for(), url=f"/paycollect/callback/{CALLBACK_TOKEN[0]}/").status_code == 404
+    assert post(client, body_for()).status_code == 200
+    assert ReceivedCallback.objects.get().token_index == 0
+
+
+@pytest.mark.django_db
+def test_a_size_limit_that_cannot_be_read_is_the_default_never_an_error(client, settings, no_worker):
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "MAX_CALLBACK_BYTES": "64 kilobytes"}  # paycollect.E010
+    assert post(client, body_for()).status_code == 200
+    too_big = body_for(Note="x" * DEFAULTS["MAX_CALLBACK_BYTES"])
+    assert post(client, too_big).status_code == 413
 
 
 @pytest.mark.django_db
@@ -274,6 +283,28 @@ def test_our_secrets_are_scrubbed_from_bodies_refused_before_the_secret_is_read(
     assert secret_configured not in callback.body
     assert CALLBACK_TOKEN not in callback.body
     assert callback.body == '{"paycollect secret": "[redacted]", "note": "[redacted]", "cut'
+
+
+@pytest.mark.django_db
+def test_every_key_we_hold_is_scrubbed_from_a_stored_callback(client, settings, no_worker):
+    """The default community's key and basic password, and a stored community's key, echoed anywhere."""
+    api_key, password, stored_key = (
+        settings.PAYCOLLECT["API_KEY"],
+        "basic-password-42",
+        "stored-key-0123456789",
+    )
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "BASIC_CREDENTIALS": ("club", password)}
+    community = Community(community_id="community-2")
+    community.api_key = stored_key
+    community.save()
+    body = body_for(Echo=api_key, Again=stored_key, Note=f"pass {password}")
+    assert post(client, body, HTTP_USER_AGENT=f"sender/1.0 ({stored_key})").status_code == 200
+    callback = ReceivedCallback.objects.get()
+    assert callback.custom_fields == {"Echo": "[redacted]", "Again": "[redacted]", "Note": "pass [redacted]"}
+    assert callback.headers["user-agent"] == "sender/1.0 ([redacted])"
+    stored = json.dumps(list(ReceivedCallback.objects.values()), default=str)
+    for secret in (api_key, password, stored_key):
+        assert secret not in stored
 
 
 @live

@@ -16,21 +16,15 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Permission
 from django.contrib.messages import get_messages
-from django.core.cache import cache
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
 from django_paycollect import services
 from django_paycollect.models import DirectOrder, FetchMark, ReceivedCallback, RecurringSeries, Transaction
+from django_paycollect.secrecy import our_secrets
 from tests.conftest import CALLBACK_TOKEN
 from tests.support.callbacks import URL, UUID, body_for, committed, live, post, processed_callback, wait_until
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> None:
-    cache.clear()  # the throttle of re-verifications lives in the cache
-
 
 # --- end to end, from the sandbox ------------------------------------------------------------------
 
@@ -256,6 +250,22 @@ def test_a_renewal_whose_callback_names_another_parent_joins_the_series_the_serv
     assert not RecurringSeries.objects.filter(parent_uuid=UUID).exists()
 
 
+@pytest.mark.django_db
+def test_an_error_recorded_on_a_callback_holds_neither_our_keys_nor_a_urls_password(
+    client, no_worker, settings
+):
+    post(client, body_for())
+    callback = ReceivedCallback.objects.get()
+    api_key = settings.PAYCOLLECT["API_KEY"]
+    services.callback_waiting(callback.pk, 5, error=f"the service refused {api_key}")
+    assert ReceivedCallback.objects.get().error == "the service refused [redacted]"
+    error = ConnectionError(f"redis://:broker-password@127.0.0.1:6379/0 down (sent {api_key})")
+    services.callback_failed(callback.pk, error, f'Traceback ...\n  "x-api-key": "{api_key}"')
+    callback.refresh_from_db()
+    assert callback.error == "ConnectionError: redis://***@127.0.0.1:6379/0 down (sent [redacted])"
+    assert callback.traceback == 'Traceback ...\n  "x-api-key": "[redacted]"'
+
+
 # --- redeliveries ---------------------------------------------------------------------------------------
 
 
@@ -263,6 +273,7 @@ def test_a_renewal_whose_callback_names_another_parent_joins_the_series_the_serv
 def test_a_new_callback_costs_one_insert_and_a_redelivery_three_queries(
     client, no_worker, django_assert_num_queries, django_assert_max_num_queries
 ):
+    our_secrets()  # the stored communities' keys: read by a process's first callback, then once a minute
     with django_assert_num_queries(1):
         assert post(client, body_for()).status_code == 200
     no_worker.assert_called_once()
@@ -332,7 +343,6 @@ def test_a_redelivery_verifies_again_an_original_the_service_had_not_confirmed_y
     assert ReceivedCallback.objects.filter(state=ReceivedCallback.DUPLICATE).count() == 4
     assert signal_log.count("payment_succeeded") == 1
     # Once the transaction is final, redeliveries cost no fetch at all.
-    cache.clear()
     fetches = txn.api_calls.filter(operation="get_transaction").count()
     post(client, body_for(txn.uuid))
     assert txn.api_calls.filter(operation="get_transaction").count() == fetches

@@ -7,7 +7,7 @@ from django.core.checks import run_checks
 from django.test import override_settings
 
 from django_paycollect import crypto
-from django_paycollect.conf import paycollect_settings
+from django_paycollect.conf import DEFAULTS, paycollect_settings
 from django_paycollect.exceptions import PayCollectConfigurationError
 from django_paycollect.models import Community
 
@@ -91,6 +91,40 @@ def test_trusted_proxies_are_checked():
     assert "paycollect.E008" in ids(PAYCOLLECT={**GOOD, "TRUSTED_PROXIES": ["not-an-ip"]})
     assert "paycollect.W004" in ids(PAYCOLLECT={**GOOD, "TRUSTED_PROXIES": ["0.0.0.0/0"]})
     assert ids(PAYCOLLECT={**GOOD, "TRUSTED_PROXIES": ["10.0.0.0/8", "::1"]}) == []
+
+
+def test_a_text_where_a_list_may_be_given_is_one_entry_not_its_letters():
+    """Checked as the app reads it: a token of one text is that token, a proxy of one text that network."""
+    assert ids(PAYCOLLECT={**GOOD, "CALLBACK_TOKENS": "a-long-random-callback-token-1"}) == []
+    assert ids(PAYCOLLECT={**GOOD, "TRUSTED_PROXIES": "10.0.0.0/8"}) == []
+    with override_settings(PAYCOLLECT={**GOOD, "TRUSTED_PROXIES": "10.0.0.0/8", "CALLBACK_SECRET": "s3cret"}):
+        assert [str(n) for n in paycollect_settings.trusted_proxies()] == ["10.0.0.0/8"]
+        assert paycollect_settings.texts("CALLBACK_SECRET") == ("s3cret",)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("MAX_CALLBACK_BYTES", "64k"),
+        ("MAX_NETWORK_RETRIES", -1),
+        ("RETURN_FETCH_INTERVAL", "3s"),
+        ("TIMEOUT", 30),
+        ("RETURN_TIMEOUT", (2.0, 0)),
+        ("TIMEOUT", (5.0, 30.0, 1.0)),
+    ],
+)
+def test_every_key_read_as_seconds_a_count_or_a_timeout_is_checked_as_it_is_read(key, value):
+    assert ids(PAYCOLLECT={**GOOD, key: value}) == ["paycollect.E010"]
+
+
+def test_a_value_that_cannot_be_read_is_used_as_its_default_and_logged_once(caplog):
+    with override_settings(PAYCOLLECT={**GOOD, "MAX_CALLBACK_BYTES": "64 KiB", "RETURN_TIMEOUT": [1, 2]}):
+        assert paycollect_settings.count("MAX_CALLBACK_BYTES") == DEFAULTS["MAX_CALLBACK_BYTES"]
+        assert paycollect_settings.count("MAX_CALLBACK_BYTES") == DEFAULTS["MAX_CALLBACK_BYTES"]
+        assert paycollect_settings.timeout("RETURN_TIMEOUT") == (1.0, 2.0)  # a list is a pair too
+        assert paycollect_settings.seconds("RECONCILE_GIVE_UP_AFTER") == 7 * 86400
+    logged = "PAYCOLLECT['MAX_CALLBACK_BYTES'] is '64 KiB': it must be a whole number, at least 1"
+    assert caplog.text.count(logged) == 1
 
 
 @pytest.mark.parametrize(

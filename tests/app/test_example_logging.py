@@ -5,11 +5,14 @@ lines)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
+import pytest
 from django.test import override_settings
 
 from django_paycollect.client.redaction import REDACTED
-from django_paycollect.redaction import SecretsLogFilter
+from django_paycollect.models import Community
+from django_paycollect.secrecy import SecretsLogFilter, our_secrets
 from tests.example_project import run_example
 
 TOKEN = "a-callback-token-of-the-site-7f3c9b"
@@ -57,8 +60,8 @@ def test_with_debug_off_a_500_is_logged_with_its_traceback_and_without_the_token
     assert TOKEN not in log + done.stdout
 
 
-@override_settings(PAYCOLLECT={"CALLBACK_TOKENS": [TOKEN], "CALLBACK_SECRET": "echoed-secret-42"})
-def test_the_filter_scrubs_messages_arguments_tracebacks_and_urls_with_passwords():
+def filtered(log: Callable[[logging.Logger], None]) -> str:
+    """What a handler with the filter writes of the records ``log`` makes."""
     records: list[str] = []
 
     class Keep(logging.Handler):
@@ -71,6 +74,15 @@ def test_the_filter_scrubs_messages_arguments_tracebacks_and_urls_with_passwords
     logger.addHandler(handler)
     logger.propagate = False
     try:
+        log(logger)
+    finally:
+        logger.removeHandler(handler)
+    return "\n".join(records)
+
+
+@override_settings(PAYCOLLECT={"CALLBACK_TOKENS": [TOKEN], "CALLBACK_SECRET": "echoed-secret-42"})
+def test_the_filter_scrubs_messages_arguments_tracebacks_and_urls_with_passwords():
+    def log(logger: logging.Logger) -> None:
         logger.warning("callback to %s refused", f"/paycollect/callback/{TOKEN}/")
         logger.warning("echoed %(secret)s", {"secret": "echoed-secret-42"})
         try:
@@ -78,12 +90,27 @@ def test_the_filter_scrubs_messages_arguments_tracebacks_and_urls_with_passwords
         except ConnectionError:
             logger.exception("publishing failed")
         logger.warning("nothing secret here: %s", 42)
-    finally:
-        logger.removeHandler(handler)
-    text = "\n".join(records)
+
+    text = filtered(log)
     assert TOKEN not in text
     assert "echoed-secret-42" not in text
     assert "broker-password" not in text
     assert f"callback to /paycollect/callback/{REDACTED}/ refused" in text
     assert f"ConnectionError: redis://***@127.0.0.1:6379/0 down ({REDACTED})" in text
     assert "nothing secret here: 42" in text
+
+
+@pytest.mark.django_db
+def test_the_filter_scrubs_the_keys_of_the_default_and_the_stored_communities(settings):
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "BASIC_CREDENTIALS": "club:basic-password-42"}
+    community = Community(community_id="community-2")
+    community.api_key = "stored-key-0123456789"
+    community.save()
+    our_secrets()  # as the process's first callback or call reads them (a log record never queries)
+    api_key = settings.PAYCOLLECT["API_KEY"]
+    text = filtered(
+        lambda logger: logger.warning(
+            "sent %s, %s and %s", api_key, "stored-key-0123456789", "basic-password-42"
+        )
+    )
+    assert text == f"sent {REDACTED}, {REDACTED} and {REDACTED}"

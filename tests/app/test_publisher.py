@@ -365,9 +365,9 @@ def test_under_uwsgi_without_threads_callbacks_are_published_in_their_request(
 
 
 @committed
-def test_a_broken_setting_never_turns_the_answer_into_an_error(client, not_eager, settings, caplog):
-    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "CALLBACK_PUBLISH_BUFFER": "many"}  # paycollect.E010
-    with mock.patch.object(tasks.process_callbacks, "apply_async") as publish:
+def test_a_broken_publisher_never_turns_the_answer_into_an_error(client, not_eager, caplog):
+    broken = mock.patch.object(tasks.publisher, "submit", side_effect=RuntimeError("broken"))
+    with broken, mock.patch.object(tasks.process_callbacks, "apply_async") as publish:
         assert post(client, body_for()).status_code == 200
     publish.assert_called_once_with(([CB.objects.get().pk],))
     assert "the publisher could not take it; published in its request" in caplog.text

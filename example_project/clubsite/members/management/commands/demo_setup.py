@@ -49,8 +49,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         site = (options["site_url"] or settings.SITE_URL).rstrip("/")
         redirect_url = site + reverse("paycollect:return")
+        paycollect_settings.require("CALLBACK_TOKENS")
         callback_url = site + reverse(
-            "paycollect:callback", args=[paycollect_settings.require("CALLBACK_TOKENS")[0]]
+            "paycollect:callback", args=[paycollect_settings.texts("CALLBACK_TOKENS")[0]]
         )
         sandbox = apps.is_installed("django_paycollect.sandbox")
         if sandbox:
@@ -82,10 +83,7 @@ class Command(BaseCommand):
     # --- the sandbox
 
     def _identity(self, site: str) -> dict[str, Any]:
-        basic = paycollect_settings.BASIC_CREDENTIALS or ""
-        username, _, password = (
-            ":".join(basic) if isinstance(basic, (list, tuple)) else str(basic)
-        ).partition(":")
+        username, _, password = paycollect_settings.basic_credentials().partition(":")
         if not (username and password):
             raise CommandError("PAYCOLLECT['BASIC_CREDENTIALS'] must be 'username:password' for the sandbox.")
         base_url = str(paycollect_settings.require("BASE_URL")).rstrip("/")
@@ -172,7 +170,7 @@ class Command(BaseCommand):
         redirect_url: str,
         callback_url: str,
     ) -> None:
-        token = paycollect_settings.CALLBACK_TOKENS[0]
+        token = paycollect_settings.texts("CALLBACK_TOKENS")[0]
         lines = [
             "",
             "The club site (an example of django-paycollect)",
