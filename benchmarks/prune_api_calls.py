@@ -49,6 +49,7 @@ from benchmarks._support import (
     temp_workdir,
     write_section,
 )
+from django_paycollect.reconciliation.pruning import BATCH_SIZE
 
 TARGET_TIME_RATIO = 2.0
 TARGET_GROWTH_MIB = 64
@@ -120,11 +121,10 @@ def explain(database: str, rows: int) -> None:
     from django.db.models import QuerySet
     from django.utils import timezone
 
-    from django_paycollect import reconciliation
     from django_paycollect.models import ApiCall
 
     old = ApiCall.objects.filter(created_at__lt=timezone.now() - dt.timedelta(days=90))
-    batch = max(1, min(reconciliation.BATCH_SIZE, rows // 4))  # a whole batch, whatever --rows
+    batch = max(1, min(BATCH_SIZE, rows // 4))  # a whole batch, whatever --rows
 
     def keys(queryset: QuerySet[ApiCall]) -> QuerySet[ApiCall, int]:
         return queryset.order_by("pk").values_list("pk", flat=True)
@@ -159,7 +159,7 @@ def explain(database: str, rows: int) -> None:
     with connection.cursor() as cursor:
         constraints = connection.introspection.get_constraints(cursor, ApiCall._meta.db_table)
         indexes = sum(1 for constraint in constraints.values() if constraint["index"])
-    print(json.dumps({"plans": lines, "indexes": indexes, "batch": reconciliation.BATCH_SIZE}))
+    print(json.dumps({"plans": lines, "indexes": indexes, "batch": BATCH_SIZE}))
 
 
 def build_sqlite(db_path: Path, rows: int) -> float:

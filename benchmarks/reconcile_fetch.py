@@ -56,6 +56,7 @@ from benchmarks._support import (
 )
 from benchmarks._support.servers import process_cpu
 from django_paycollect.sandbox.testing import SandboxControl, start_sandbox
+from django_paycollect.services.config import community_config, get_client
 
 TARGET_RATIO = 0.8
 TARGET_LATENCY = 5.0
@@ -307,7 +308,7 @@ def run(database: str, info: dict[str, Any], args: argparse.Namespace) -> dict[s
     from django.conf import settings
     from django.utils import timezone
 
-    from django_paycollect import reconciliation, services
+    from django_paycollect import reconciliation
     from django_paycollect.models import Transaction
 
     count, concurrency = args.transactions, args.concurrency
@@ -323,7 +324,7 @@ def run(database: str, info: dict[str, Any], args: argparse.Namespace) -> dict[s
     }
     control = SandboxControl(info["base_url"])
     control.configure_api_payment(amount_id, callback_url="")  # no callback deliveries in the background
-    client = services.get_client(services.community_config())
+    client = get_client(community_config())
 
     print(f"starting {count:,} payments at the sandbox...", flush=True)
     uuids: list[str] = []

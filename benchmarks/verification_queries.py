@@ -1,4 +1,4 @@
-"""SQL statements per callback verification (``services.verify_callback``) as the history grows.
+"""SQL statements per callback verification (``callback_ledger.verify_callback``) as the history grows.
 
 Starts the standalone sandbox (``python -m django_paycollect.sandbox``, temporary SQLite file) and points the
 app at it, on a SQLite file of its own. Then, with 10 and with ``--history`` (default 5,000) prior
@@ -39,6 +39,8 @@ from benchmarks._support import (
     write_section,
 )
 from django_paycollect.sandbox.testing import SandboxControl, start_sandbox
+from django_paycollect.services.callback_ledger import verify_callback
+from django_paycollect.services.config import community_config, get_client
 
 TARGET_QUERIES = 10
 TRANSACTION_CONTROL = (
@@ -169,7 +171,7 @@ def main() -> int:
         "verification_queries",
         "Queries per callback verification",
         summary=(
-            "`services.verify_callback` against the standalone sandbox, with 10 and with "
+            "`services.callback_ledger.verify_callback` against the standalone sandbox, with 10 and with "
             f"{sizes[1]:,} prior transactions, callbacks and API calls (the verified known transaction also "
             f"has {min(500, sizes[1])} API calls and {min(500, sizes[1])} callbacks of its own at the large "
             "size). Queries are the statements Django sends other than transaction control; with BEGIN, "
@@ -199,7 +201,7 @@ def run(workdir: Path, info: dict[str, Any], history: int) -> dict[tuple[str, in
         "VARIABLE_AMOUNT_ID": int(info["variable_amount_id"]),
     }
     control = SandboxControl(info["base_url"])
-    client = services.get_client(services.community_config())
+    client = get_client(community_config())
 
     def stored_callback(transaction_uuid: str) -> int:
         """A callback as the view stores it (QUEUED), claiming the payment succeeded."""
@@ -237,7 +239,7 @@ def run(workdir: Path, info: dict[str, Any], history: int) -> dict[tuple[str, in
     def count(callback_id: int) -> list[str]:
         connection.queries_log.clear()
         with CaptureQueriesContext(connection) as captured:
-            callback = services.verify_callback(callback_id)
+            callback = verify_callback(callback_id)
         if callback.state != ReceivedCallback.PROCESSED or callback.transaction is None:
             raise SystemExit(f"callback {callback_id} was not verified: {callback.state} {callback.error}")
         if callback.transaction.status != Transaction.SUCCESSFUL:

@@ -6,19 +6,20 @@ once; a later refusal of the service layer is put back on the fields by ``add_se
 from __future__ import annotations
 
 from django import forms
-from django.core.exceptions import NON_FIELD_ERRORS
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.utils.translation import gettext_lazy as _
 
 from .client.validation import normalise_phone
-from .exceptions import PaymentRefused
+from .exceptions import PaymentRefused, ServiceLayerError
 from .validators import validate_person_name, validate_phone_number
 
 
-def refusal_errors(error: PaymentRefused) -> dict[str, list[str]]:
-    """A refusal's messages by field path; those of no field under ``__all__``."""
-    if hasattr(error, "error_dict"):
-        return error.message_dict
-    return {NON_FIELD_ERRORS: error.messages}
+def refusal_errors(error: ServiceLayerError) -> dict[str, list[str]]:
+    """A refusal's messages by field path; those of no field under ``__all__``. The one reading of a
+    refusal's fields: the admin, the REST API (``api.errors.field_errors``) and your views call it."""
+    if isinstance(error, ValidationError) and hasattr(error, "error_dict"):
+        return {key: [str(text) for text in texts] for key, texts in error.message_dict.items()}
+    return {NON_FIELD_ERRORS: [str(text) for text in error.messages]}
 
 
 class BillingDataForm(forms.Form):

@@ -103,7 +103,7 @@ def scrub_json_field(text: str, name: str, values: Sequence[str], without: Mappi
         again = None
     if isinstance(again, dict) and again.get(name, REDACTED) == REDACTED:
         return text
-    from .models import json_safe
+    from .models.fields import json_safe
 
     return json.dumps({**json_safe(dict(without)), name: REDACTED}, ensure_ascii=False)
 

@@ -21,8 +21,9 @@ from .. import services, tasks
 from ..client.money import loads_json, too_deep
 from ..models import (
     ReceivedCallback,
-    json_safe,
 )
+from ..models.fields import json_safe
+from ..services.callback_ledger import requeue_after
 from .common import (
     Outcomes,
     PayCollectAdmin,
@@ -197,7 +198,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
         if since > now:
             return gettext("retry due in %(time)s") % {"time": timeuntil(since, now)}
         age = timesince(since, now)
-        if obj.state == ReceivedCallback.RECEIVED or since < now - services.requeue_after():
+        if obj.state == ReceivedCallback.RECEIVED or since < now - requeue_after():
             return gettext("%(age)s (stuck: the sweep queues it again)") % {"age": age}
         return age
 

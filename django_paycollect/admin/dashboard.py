@@ -25,6 +25,8 @@ from django.utils.translation import gettext_lazy as _
 from .. import reporting, services
 from ..amounts import amount_label, amount_text, signed_for_language
 from ..models import Dashboard, ReceivedCallback, Transaction
+from ..reporting.health import LATE_AFTER_INTERVALS
+from ..reporting.report import duration_text
 from . import charts
 from .common import REPORTED_ERRORS, ModelAdmin, error_text
 from .forms import DashboardForm
@@ -123,8 +125,8 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
         housekeeping = [
             {
                 "job": job,
-                "interval": reporting.duration_text(job.interval),
-                "age": reporting.duration_text(job.idle_for),
+                "interval": duration_text(job.interval),
+                "age": duration_text(job.idle_for),
                 "warning": job.warning() if job.late else "",
             }
             for job in found.housekeeping
@@ -137,14 +139,14 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
             "status_chart": self._status_chart(found),
             "callbacks_chart": self._callbacks_chart(found.callbacks),
             "verification": [
-                (gettext("median (p50)") if p == 50 else f"p{p}", reporting.duration_text(value))
+                (gettext("median (p50)") if p == 50 else f"p{p}", duration_text(value))
                 for p, value in found.callbacks.verification_time.items()
             ],
-            "oldest_stuck": reporting.duration_text(found.callbacks.oldest_stuck_age),
+            "oldest_stuck": duration_text(found.callbacks.oldest_stuck_age),
             "attention": attention,
             "housekeeping": housekeeping,
             "late_jobs": [row for row in housekeeping if row["warning"]],
-            "late_after_intervals": reporting.LATE_AFTER_INTERVALS,
+            "late_after_intervals": LATE_AFTER_INTERVALS,
             "statistics": self._statistics(request, found),
             "started_all_url": self._changelist(
                 request, "paycollect.transaction", {**community_filter, **started}
@@ -257,7 +259,7 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
         others = [code for code in ledger.currencies if code != currency]
         return {
             "snapshot": snapshot,
-            "age": reporting.duration_text(found.period.end - snapshot.taken_at) if snapshot else "",
+            "age": duration_text(found.period.end - snapshot.taken_at) if snapshot else "",
             "rows": rows,
             "other_currencies": others,
             "snapshots_url": self._changelist(

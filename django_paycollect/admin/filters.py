@@ -11,10 +11,10 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
-from .. import services
 from ..client import OPERATIONS, errors
 from ..conf import paycollect_settings
 from ..models import ApiCall, ReceivedCallback, Transaction
+from ..services.callback_ledger import stuck_filter
 from .forms import community_choices, currency_choices
 
 
@@ -152,7 +152,7 @@ class CallbackWaitingFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() == "stuck":
-            return queryset.filter(services.stuck_filter())
+            return queryset.filter(stuck_filter())
         if self.value() == "yes":
             return queryset.filter(state__in=ReceivedCallback.WAITING_STATES)
         return queryset

@@ -19,11 +19,12 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from .. import reporting, services
+from .. import services
 from ..amounts import ZERO, AmountFormField
 from ..client import CURRENCIES, CUSTOM_FIELD_TYPES, DEFAULT_CURRENCY
 from ..conf import paycollect_settings
 from ..models import Community, Transaction
+from ..reporting.figures import DEFAULT_PERIOD, PERIODS
 from ..validators import validate_person_name, validate_phone_number
 
 if TYPE_CHECKING:
@@ -137,7 +138,7 @@ class DashboardForm(forms.Form):
         coerce=int,
         choices=lambda: [
             (days, ngettext("last %(days)d day", "last %(days)d days", days) % {"days": days})
-            for days in reporting.PERIODS
+            for days in PERIODS
         ],  # worded when shown, in the language of the request
     )
 
@@ -147,7 +148,7 @@ class DashboardForm(forms.Form):
         initial = {
             "community": communities[0][0] if communities else "",
             "currency": currencies[0][0],
-            "days": reporting.DEFAULT_PERIOD,
+            "days": DEFAULT_PERIOD,
         }
         # Whatever is missing from the query string takes its default.
         super().__init__({**initial, **(data.dict() if data is not None else {})}, initial=initial)

@@ -20,13 +20,8 @@ from django.utils.translation import gettext_lazy as _
 
 from .. import services
 from ..amounts import amount_text
-from ..models import (
-    ZERO,
-    RecurringSeries,
-    Refund,
-    Transaction,
-    TransactionStatusChange,
-)
+from ..models import RecurringSeries, Refund, Transaction, TransactionStatusChange
+from ..models.fields import ZERO
 from .changelists import exact_search
 from .common import (
     REPORTED_ERRORS,

@@ -22,7 +22,7 @@ import logging
 import math
 from typing import Any
 
-from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 from rest_framework import status
@@ -38,6 +38,7 @@ from ..exceptions import (
     ServiceUnavailable,
     StateConflict,
 )
+from ..forms import refusal_errors
 from ..serializers import error_messages
 from .payables import PayableRefused
 
@@ -53,14 +54,10 @@ CONFIGURATION_TEXT = _("Payments are not available right now; the site's staff h
 
 
 def field_errors(refused: ServiceLayerError) -> dict[str, list[str]]:
-    """``{"dotted.path": [texts]}`` of a refusal; ``__all__`` or no field named: DRF's non-field key."""
-    if isinstance(refused, ValidationError) and hasattr(refused, "error_dict"):
-        found = refused.message_dict
-    else:
-        found = {NON_FIELD_ERRORS: list(refused.messages)}
+    """``{"dotted.path": [texts]}`` of a refusal (``forms.refusal_errors``), under DRF's non-field key."""
     return {
-        (api_settings.NON_FIELD_ERRORS_KEY if key == NON_FIELD_ERRORS else key): [str(m) for m in messages]
-        for key, messages in found.items()
+        (api_settings.NON_FIELD_ERRORS_KEY if key == NON_FIELD_ERRORS else key): messages
+        for key, messages in refusal_errors(refused).items()
     }
 
 

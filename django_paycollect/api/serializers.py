@@ -56,7 +56,7 @@ class BillingInputSerializer(serializers.Serializer[dict[str, Any]]):
     )
 
 
-class StartPaymentSerializer(serializers.Serializer[dict[str, Any]]):
+class StartPaymentRequestSerializer(serializers.Serializer[dict[str, Any]]):
     reference = ReferenceField()
     pay_using = serializers.CharField(
         max_length=40, required=False, help_text=_("card, kiosk, ... (default: the site's).")

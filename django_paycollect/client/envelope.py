@@ -19,7 +19,7 @@ from .errors import (
 )
 from .money import clip_depth, loads_json
 from .redaction import walk_texts
-from .types import _integer
+from .types import whole_number
 
 __all__ = ["CallInfo", "Envelope", "field_errors_from", "interpret"]
 
@@ -94,7 +94,7 @@ def _parse(payload: Any) -> _Parsed | None:
     status = payload.get("status")
     if not isinstance(status, dict):
         return None
-    code = _integer(status.get("code"))
+    code = whole_number(status.get("code"))
     if code is None or isinstance(status.get("code"), str):
         return None
     errors = status.get("errors")

@@ -159,7 +159,7 @@ def _text(value: Any) -> str | None:
 _INTEGER_TEXT = re.compile(r"-?[0-9]{1,18}")
 
 
-def _integer(value: Any) -> int | None:
+def whole_number(value: Any) -> int | None:
     """An int from an int, a whole Decimal or ASCII digits; ids and counts have at most 18 digits.
 
     The bound matters: converting a Decimal like 1E+1000000 to int would take seconds of CPU.
@@ -273,7 +273,7 @@ class PreparedAmount(_Result):
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Self:
         total = _amount(data.get("total_amount"))
-        piasters = _integer(data.get("total_amount_piasters"))
+        piasters = whole_number(data.get("total_amount_piasters"))
         if total is None and piasters is not None:
             try:
                 total = from_piasters(piasters)
@@ -310,7 +310,7 @@ class PaymentStarted(_Result):
         reference = data.get("bill_refrence", data.get("bill_reference"))
         return cls(
             iframe_url=_text(data.get("iframe_url")),
-            transaction_id=_integer(data.get("transaction_id")),
+            transaction_id=whole_number(data.get("transaction_id")),
             transaction_uuid=_text(data.get("transaction_uuid")),
             transaction_status=_text(data.get("transaction_status")),
             message=_message(data),
@@ -345,11 +345,11 @@ class RecurringInfo(_Result):
     def from_data(cls, data: Mapping[str, Any]) -> Self:
         return cls(
             parent_transaction=_text(data.get("parent_transaction")),
-            recurring_count=_integer(data.get("recurring_count")),
-            transaction_order=_integer(data.get("transaction_order")),
+            recurring_count=whole_number(data.get("recurring_count")),
+            transaction_order=whole_number(data.get("transaction_order")),
             type=_text(data.get("type")),
             expiry_date=_day(data.get("expiry_date")),
-            minimum_days_between_payments=_integer(data.get("minimum_days_between_payments")),
+            minimum_days_between_payments=whole_number(data.get("minimum_days_between_payments")),
             active=_boolean(data.get("active")),
             extra=cls._extra(data),
         )
@@ -402,12 +402,12 @@ class Transaction(_Result):
     def from_data(cls, data: Mapping[str, Any]) -> Self:
         recurring = _mapping(data.get("recurring"))
         return cls(
-            id=_integer(data.get("id")),
+            id=whole_number(data.get("id")),
             uuid=_text(data.get("uuid")),
             status=_text(data.get("status")),
             total_amount=_amount(data.get("total_amount")),
             total_amount_currency=_text(data.get("total_amount_currency")),
-            total_amount_piasters=_integer(data.get("total_amount_piasters")),
+            total_amount_piasters=whole_number(data.get("total_amount_piasters")),
             created=_timestamp(data.get("created")),
             member_id=_text(data.get("member_id")),
             payment_for=_text(data.get("payment_for")),
@@ -452,7 +452,7 @@ class PromocodeValidated(_Result):
         return cls(
             value=_amount(data.get("value")),
             currency=_text(data.get("currency")),
-            promocode_id=_integer(data.get("promocode_id")),
+            promocode_id=whole_number(data.get("promocode_id")),
             extra=cls._extra(data),
         )
 
@@ -489,7 +489,7 @@ class DashboardStatistics(_Result):
         return cls(
             balance=_amount(balance.get("balance")),
             total_settled=_amount(balance.get("total_settled")),
-            total_number_of_transactions=_integer(data.get("total_number_of_transactions")),
+            total_number_of_transactions=whole_number(data.get("total_number_of_transactions")),
             total_collected_transactions=_amount(data.get("total_collected_transactions")),
             weekly_collected_transactions=_amount(data.get("weekly_collected_transactions")),
             extra=cls._extra(data),

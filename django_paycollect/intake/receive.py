@@ -26,13 +26,14 @@ from django.http import HttpRequest
 from django.http.request import RawPostDataException
 from django.urls import Resolver404, resolve
 
-from .. import services, tasks
+from .. import tasks
 from ..client.money import MAX_JSON_DEPTH, loads_json, too_deep
 from ..client.redaction import REDACTED
 from ..conf import IPNetwork, paycollect_settings
-from ..models import json_safe
+from ..models.fields import json_safe
 from ..secrecy import our_secrets, scrub, scrub_json_field
 from ..serializers import error_messages
+from ..services.callback_ledger import store_callback, store_invalid_callback
 from .fastpath import fast_callback_claims
 from .parsing import CALLBACK_FIELDS, CallbackBodySerializer
 
@@ -208,12 +209,12 @@ def receive(request: HttpRequest, token_index: int) -> Received:
     try:
         text, claims = _read_and_parse(request, secrets)
     except _Refused as refused:
-        callback = services.store_invalid_callback(
+        callback = store_invalid_callback(
             refused.reason, body=scrub(refused.body, secrets), **base, **refused.claims
         )
         logger.warning("callback #%s refused (%s): %s", callback.pk, refused.status, refused.reason)
         return Received(refused.status, callback.pk, {"received": False, "error": refused.reason})
-    stored = services.store_callback(body=scrub(text, secrets), **base, **claims)
+    stored = store_callback(body=scrub(text, secrets), **base, **claims)
     if stored.to_verify is not None:
         transaction.on_commit(partial(tasks.hand_on, stored.to_verify))
     return Received(200, stored.callback_id)

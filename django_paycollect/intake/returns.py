@@ -16,6 +16,7 @@ from ..exceptions import NotFound
 from ..ids import canonical_uuid
 from ..models import ReceivedCallback, Transaction
 from ..services.callback_insert import take_fetch_turn
+from ..services.callback_ledger import community_of
 
 logger = logging.getLogger("django_paycollect.returns")
 
@@ -70,7 +71,7 @@ def verified_status(uuid: str) -> str:
         txn = services.sync_transaction(
             txn,
             uuid=uuid,
-            community_id=services.community_of(heard_of.merchant_id) if heard_of is not None else None,
+            community_id=community_of(heard_of.merchant_id) if heard_of is not None else None,
             source="return",
             timeout=paycollect_settings.timeout("RETURN_TIMEOUT"),
             max_network_retries=0,  # the customer is waiting: the page polls instead of us retrying

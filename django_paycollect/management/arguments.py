@@ -7,8 +7,8 @@ import argparse
 import re
 from datetime import timedelta
 
-from .. import reporting
 from ..reconciliation import parse_age
+from ..reporting.figures import MAX_DAYS
 
 
 def age(text: str) -> timedelta:
@@ -28,9 +28,9 @@ def positive_age(text: str) -> timedelta:
 
 
 def days(text: str) -> int:
-    """A number of days, from 1 to ``reporting.MAX_DAYS``."""
-    if not text.isdigit() or not 1 <= int(text) <= reporting.MAX_DAYS:
-        raise argparse.ArgumentTypeError(f"{text!r}: a number of days from 1 to {reporting.MAX_DAYS}")
+    """A number of days, from 1 to ``reporting.figures.MAX_DAYS``."""
+    if not text.isdigit() or not 1 <= int(text) <= MAX_DAYS:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of days from 1 to {MAX_DAYS}")
     return int(text)
 
 

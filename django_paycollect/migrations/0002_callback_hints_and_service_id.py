@@ -12,7 +12,7 @@ from decimal import Decimal
 import django.db.models.deletion
 import django.db.models.functions.text
 import django.utils.timezone
-import django_paycollect.models
+import django_paycollect.models.fields
 from django.conf import settings
 from django.db import migrations, models
 from django.db.models import OuterRef, Subquery
@@ -211,7 +211,7 @@ class Migration(migrations.Migration):
             name='FetchMark',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('uuid', django_paycollect.models.CanonicalUuidField(max_length=64, verbose_name='transaction uuid')),
+                ('uuid', django_paycollect.models.fields.CanonicalUuidField(max_length=64, verbose_name='transaction uuid')),
                 ('claimed_at', models.DateTimeField(blank=True, null=True)),
                 ('not_found_at', models.DateTimeField(blank=True, null=True)),
             ],
@@ -237,7 +237,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='receivedcallback',
             name='parent_transaction',
-            field=django_paycollect.models.CanonicalUuidField(blank=True, max_length=64),
+            field=django_paycollect.models.fields.CanonicalUuidField(blank=True, max_length=64),
         ),
         migrations.AlterField(
             model_name='receivedcallback',
@@ -247,22 +247,22 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='receivedcallback',
             name='transaction_uuid',
-            field=django_paycollect.models.CanonicalUuidField(blank=True, max_length=64),
+            field=django_paycollect.models.fields.CanonicalUuidField(blank=True, max_length=64),
         ),
         migrations.AlterField(
             model_name='recurringseries',
             name='parent_uuid',
-            field=django_paycollect.models.CanonicalUuidField(max_length=64, unique=True, verbose_name='parent transaction uuid'),
+            field=django_paycollect.models.fields.CanonicalUuidField(max_length=64, unique=True, verbose_name='parent transaction uuid'),
         ),
         migrations.AlterField(
             model_name='transaction',
             name='parent_uuid',
-            field=django_paycollect.models.CanonicalUuidField(blank=True, max_length=64, verbose_name='parent transaction uuid'),
+            field=django_paycollect.models.fields.CanonicalUuidField(blank=True, max_length=64, verbose_name='parent transaction uuid'),
         ),
         migrations.AlterField(
             model_name='transaction',
             name='uuid',
-            field=django_paycollect.models.CanonicalUuidField(blank=True, max_length=64, null=True, verbose_name='transaction uuid'),
+            field=django_paycollect.models.fields.CanonicalUuidField(blank=True, max_length=64, null=True, verbose_name='transaction uuid'),
         ),
         migrations.AlterField(
             model_name='transaction',
@@ -723,7 +723,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='receivedcallback',
             name='parent_transaction',
-            field=django_paycollect.models.CanonicalUuidField(blank=True, max_length=64, verbose_name='parent transaction uuid'),
+            field=django_paycollect.models.fields.CanonicalUuidField(blank=True, max_length=64, verbose_name='parent transaction uuid'),
         ),
         migrations.AlterField(
             model_name='receivedcallback',
@@ -783,7 +783,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='receivedcallback',
             name='transaction_uuid',
-            field=django_paycollect.models.CanonicalUuidField(blank=True, max_length=64, verbose_name='transaction uuid'),
+            field=django_paycollect.models.fields.CanonicalUuidField(blank=True, max_length=64, verbose_name='transaction uuid'),
         ),
         migrations.AlterField(
             model_name='recurringseries',

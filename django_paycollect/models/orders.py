@@ -10,7 +10,8 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from ..exceptions import Refusal, lazy_text
-from . import MONEY, CanonicalUuidField, Transaction, canonical_unique, exact_indexes
+from .fields import MONEY, CanonicalUuidField, canonical_unique, exact_indexes
+from .payments import Transaction
 
 
 class DirectOrder(models.Model):

@@ -11,7 +11,9 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from . import MONEY, CanonicalUuidField, DirectOrder, RecurringSeries, Refund, Transaction, exact_indexes
+from .fields import MONEY, CanonicalUuidField, exact_indexes
+from .orders import DirectOrder, RecurringSeries
+from .payments import Refund, Transaction
 
 
 class ApiCall(models.Model):

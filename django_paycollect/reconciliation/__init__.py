@@ -25,23 +25,22 @@ step (:mod:`~django_paycollect.reconciliation.steps`); pruning is
 
 from __future__ import annotations
 
-from .ages import format_age as format_age
-from .ages import parse_age as parse_age
-from .pruning import BATCH_SIZE as BATCH_SIZE
-from .pruning import FINAL_CALLBACK_STATES as FINAL_CALLBACK_STATES
-from .pruning import PruneResult as PruneResult
-from .pruning import prune as prune
-from .report import Finding as Finding
-from .report import Progress as Progress
-from .report import ProgressCallback as ProgressCallback
-from .report import Summary as Summary
-from .steps import COMMUNITY_REVIEW_DAYS as COMMUNITY_REVIEW_DAYS
-from .steps import STALE_OPEN_INTERVAL as STALE_OPEN_INTERVAL
-from .steps import STEPS as STEPS
-from .steps import Step as Step
-from .steps import concurrency as concurrency
-from .steps import give_up_after as give_up_after
-from .steps import given_up as given_up
-from .steps import open_at_the_service as open_at_the_service
-from .steps import reconcile as reconcile
-from .steps import reconcile_chunk as reconcile_chunk
+from .ages import format_age, parse_age
+from .pruning import PruneResult, prune
+from .report import Finding, Progress, ProgressCallback, Summary
+from .steps import give_up_after, open_at_the_service, reconcile, reconcile_chunk
+
+__all__ = [
+    "Finding",
+    "Progress",
+    "ProgressCallback",
+    "PruneResult",
+    "Summary",
+    "format_age",
+    "give_up_after",
+    "open_at_the_service",
+    "parse_age",
+    "prune",
+    "reconcile",
+    "reconcile_chunk",
+]

@@ -23,6 +23,8 @@ from .. import services
 from ..conf import paycollect_settings
 from ..exceptions import PayCollectConfigurationError, ServiceLayerError, describe_error
 from ..models import ApiCall, DirectOrder, HousekeepingRun, RecurringSeries, Refund, Transaction
+from ..services.config import cached_communities
+from ..services.housekeeping import record_run
 from .report import Finding, Progress, ProgressCallback, Summary
 
 logger = logging.getLogger("django_paycollect.reconciliation")
@@ -455,11 +457,11 @@ def reconcile(
     Open transactions are fetched ``RECONCILE_CONCURRENCY`` at a time. With ``fan_out`` (the reconcile
     task passes one that queues ``reconcile_chunk`` tasks), more than :data:`CHUNK_SIZE` of them
     are handed out in chunks of that size, so several workers fetch them at once. Records the run's end
-    (``services.record_run``), whatever its items came to.
+    (``services.housekeeping.record_run``), whatever its items came to.
     """
     summary = Summary(community_id=community_id, older_than=older_than)
     run = Run(summary, progress, community_id, older_than)
-    with services.cached_communities():
+    with cached_communities():
         for step in STEPS:
             if isinstance(step, FetchOpenTransactions):
                 _fetch_open(run, step, fan_out)
@@ -467,7 +469,7 @@ def reconcile(
                 run.each(step, *_chunked(step.select(run), *step.related))
     summary.finished_at = timezone.now()
     # A stopped beat shows as reconciliation that is late (reporting.housekeeping).
-    services.record_run(HousekeepingRun.RECONCILIATION, summary.finished_at)
+    record_run(HousekeepingRun.RECONCILIATION, summary.finished_at)
     return summary
 
 
@@ -494,7 +496,7 @@ def reconcile_chunk(pks: list[int], progress: ProgressCallback | None = None) ->
     summary = Summary(community_id=None, older_than=timedelta(0))
     run = Run(summary, progress, None, timedelta(0))
     still_open = Transaction.objects.filter(open_at_the_service(), pk__in=pks)
-    with services.cached_communities():
+    with cached_communities():
         run.each(FetchOpenTransactions(), *_chunked(still_open), workers=concurrency())
     summary.finished_at = timezone.now()
     return summary

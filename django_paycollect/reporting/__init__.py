@@ -22,30 +22,46 @@ whole report, its text and JSON).
 
 from __future__ import annotations
 
-from .figures import DEFAULT_PERIOD as DEFAULT_PERIOD
-from .figures import MAX_DAYS as MAX_DAYS
-from .figures import PERIODS as PERIODS
-from .figures import Amount as Amount
-from .figures import Day as Day
-from .figures import Period as Period
-from .figures import StatusLine as StatusLine
-from .figures import collected_per_day as collected_per_day
-from .figures import period as period
-from .figures import started_by_status as started_by_status
-from .figures import success_rate as success_rate
-from .health import LATE_AFTER_INTERVALS as LATE_AFTER_INTERVALS
-from .health import PERCENTILES as PERCENTILES
-from .health import Attention as Attention
-from .health import CallbackHealth as CallbackHealth
-from .health import Housekeeping as Housekeeping
-from .health import callback_health as callback_health
-from .health import housekeeping as housekeeping
-from .health import needs_a_person as needs_a_person
-from .health import stuck_callbacks as stuck_callbacks
-from .report import Ledger as Ledger
-from .report import Report as Report
-from .report import StatisticsComparison as StatisticsComparison
-from .report import duration_text as duration_text
-from .report import report as report
-from .report import seconds as seconds
-from .report import statistics_comparison as statistics_comparison
+from .figures import (
+    Amount,
+    Day,
+    Period,
+    StatusLine,
+    collected_per_day,
+    period,
+    started_by_status,
+    success_rate,
+)
+from .health import (
+    Attention,
+    CallbackHealth,
+    Housekeeping,
+    callback_health,
+    housekeeping,
+    needs_a_person,
+    stuck_callbacks,
+)
+from .report import Ledger, Report, StatisticsComparison, report, statistics_comparison
+
+__all__ = [
+    "Amount",
+    "Attention",
+    "CallbackHealth",
+    "Day",
+    "Housekeeping",
+    "Ledger",
+    "Period",
+    "Report",
+    "StatisticsComparison",
+    "StatusLine",
+    "callback_health",
+    "collected_per_day",
+    "housekeeping",
+    "needs_a_person",
+    "period",
+    "report",
+    "started_by_status",
+    "statistics_comparison",
+    "stuck_callbacks",
+    "success_rate",
+]

@@ -14,11 +14,8 @@ from django.db.models import BigIntegerField, Count, F, Model, QuerySet, Sum, Va
 from django.db.models.functions import Cast, Round, TruncDate
 from django.utils import timezone
 
-from ..models import (
-    ZERO,
-    Refund,
-    Transaction,
-)
+from ..models import Refund, Transaction
+from ..models.fields import ZERO
 
 #: The periods the dashboard offers, in days.
 PERIODS = (7, 30, 90)
@@ -69,7 +66,7 @@ def _day_of(field_name: str) -> TruncDate:
 # --- money in the database ------------------------------------------------------------------------------
 
 
-def _sum(model: type[Model], field_name: str, **extra: Any) -> Sum:
+def money_sum(model: type[Model], field_name: str, **extra: Any) -> Sum:
     """``SUM`` of a money column, exact: PostgreSQL sums numerics exactly; SQLite stores decimals as
     floats and would sum them as floats, so there the sum is of whole piasters (integers)."""
     if connections[router.db_for_read(model)].vendor == "sqlite":
@@ -77,8 +74,8 @@ def _sum(model: type[Model], field_name: str, **extra: Any) -> Sum:
     return Sum(field_name, **extra)
 
 
-def _money(total: Any) -> Decimal:
-    """What :func:`_sum` gave: an integer of piasters (SQLite), a Decimal, or None for no rows."""
+def money_total(total: Any) -> Decimal:
+    """What :func:`money_sum` gave: an integer of piasters (SQLite), a Decimal, or None for no rows."""
     if total is None:
         return ZERO
     if isinstance(total, int):
@@ -100,7 +97,7 @@ class Amount:
 def _amount(row: Mapping[str, Any] | None) -> Amount:
     if not row:
         return Amount()
-    return Amount(int(row["count"] or 0), _money(row["total"]))
+    return Amount(int(row["count"] or 0), money_total(row["total"]))
 
 
 # --- collected and refunded per day ---------------------------------------------------------------------
@@ -153,7 +150,7 @@ def _per_day(queryset: QuerySet[Any], when: str, money: str) -> dict[dt.date, di
     rows = (
         queryset.annotate(day=_day_of(when))
         .values("day")
-        .annotate(count=Count("*"), total=_sum(queryset.model, money))
+        .annotate(count=Count("*"), total=money_sum(queryset.model, money))
         .order_by()
     )
     return {row["day"]: row for row in rows}
@@ -179,7 +176,7 @@ def started_by_status(community_id: str, currency: str, span: Period) -> list[St
             created_at__lte=span.end,
         )
         .values("status")
-        .annotate(count=Count("*"), total=_sum(Transaction, "total_amount"))
+        .annotate(count=Count("*"), total=money_sum(Transaction, "total_amount"))
         .order_by()
     )
     by_status = {row["status"]: row for row in rows}

@@ -20,7 +20,8 @@ from ..models import (
     Transaction,
 )
 from ..schedules import beat_interval
-from ..services import STALE_IN_FLIGHT, stuck_filter
+from ..services.callback_ledger import stuck_filter
+from ..services.common import STALE_IN_FLIGHT
 from .figures import Period
 
 #: Percentiles of the time from a callback's receipt to its verification, measured over the period's latest

@@ -9,20 +9,17 @@ from typing import Any
 
 from django.utils.translation import gettext
 
-from ..models import (
-    ZERO,
-    StatisticsSnapshot,
-    Transaction,
-)
+from ..models import StatisticsSnapshot, Transaction
+from ..models.fields import ZERO
 from .figures import (
     DEFAULT_PERIOD,
     Amount,
     Day,
     Period,
     StatusLine,
-    _money,
-    _sum,
     collected_per_day,
+    money_sum,
+    money_total,
     period,
     started_by_status,
     success_rate,
@@ -78,13 +75,15 @@ def statistics_comparison(community_id: str, currency: str) -> StatisticsCompari
     paid = (
         Transaction.objects.filter(community_id=community_id, succeeded_at__isnull=False)
         .values("currency")
-        .annotate(total=_sum(Transaction, "total_amount"), refunded=_sum(Transaction, "refunded_amount"))
+        .annotate(
+            total=money_sum(Transaction, "total_amount"), refunded=money_sum(Transaction, "refunded_amount")
+        )
         .order_by("currency")
     )
     by_currency = {row["currency"]: row for row in paid}
     row = by_currency.get(currency)
-    collected = _money(row["total"]) if row else ZERO
-    refunded = _money(row["refunded"]) if row else ZERO
+    collected = money_total(row["total"]) if row else ZERO
+    refunded = money_total(row["refunded"]) if row else ZERO
     known = Transaction.objects.filter(community_id=community_id, uuid__isnull=False).count()
     return StatisticsComparison(
         snapshot,

@@ -214,7 +214,7 @@ class TransactionUuidSerializer(serializers.Serializer):  # type: ignore[type-ar
     transaction_uuid = serializers.UUIDField()
 
 
-class RefundSerializer(TransactionUuidSerializer):
+class RefundBodySerializer(TransactionUuidSerializer):
     refund_amount = MoneyField()
 
 

@@ -15,7 +15,9 @@ else. The rules they keep:
   raises ``PaymentRefused``, ``StateConflict``, ``NotFound`` or ``ServiceUnavailable`` (:func:`contract_error`
   maps the client's errors); a misconfiguration is an ``ImproperlyConfigured``, outside the contract.
 
-A package by concern; every public name is importable from here (``services.refund(...)``):
+A package by concern. This module names the operations the surfaces call (``services.refund(...)``);
+what only the app's own rooms use (the callback ledger, the calls' record, the configuration) is imported
+from its module:
 
 * ``config``: the community's credentials and a pooled client;
 * ``calls``: calling the client, recording the ApiCall, the error contract, the guarded write;
@@ -28,174 +30,39 @@ A package by concern; every public name is importable from here (``services.refu
 
 from __future__ import annotations
 
-from .callback_ledger import (
-    CALLBACK_RETRY_DELAYS as CALLBACK_RETRY_DELAYS,
-)
-from .callback_ledger import (
-    DATABASE_UNAVAILABLE as DATABASE_UNAVAILABLE,
-)
-from .callback_ledger import (
-    REPROCESSABLE_STATES as REPROCESSABLE_STATES,
-)
-from .callback_ledger import (
-    SWEEP_BATCH as SWEEP_BATCH,
-)
-from .callback_ledger import (
-    FetchDeferred as FetchDeferred,
-)
-from .callback_ledger import (
-    StoredCallback as StoredCallback,
-)
-from .callback_ledger import (
-    Sweep as Sweep,
-)
-from .callback_ledger import (
-    Verification as Verification,
-)
-from .callback_ledger import (
-    callback_failed as callback_failed,
-)
-from .callback_ledger import (
-    callback_fetch_due as callback_fetch_due,
-)
-from .callback_ledger import (
-    callback_fetch_interval as callback_fetch_interval,
-)
-from .callback_ledger import (
-    callback_not_queued as callback_not_queued,
-)
-from .callback_ledger import (
-    callback_waiting as callback_waiting,
-)
-from .callback_ledger import (
-    claim_stuck_callbacks as claim_stuck_callbacks,
-)
-from .callback_ledger import (
-    community_of as community_of,
-)
-from .callback_ledger import (
-    dedupe_key as dedupe_key,
-)
-from .callback_ledger import (
-    reprocess_callback as reprocess_callback,
-)
-from .callback_ledger import (
-    requeue_after as requeue_after,
-)
-from .callback_ledger import (
-    requeue_callback as requeue_callback,
-)
-from .callback_ledger import (
-    run_verification as run_verification,
-)
-from .callback_ledger import (
-    store_callback as store_callback,
-)
-from .callback_ledger import (
-    store_invalid_callback as store_invalid_callback,
-)
-from .callback_ledger import (
-    stuck_filter as stuck_filter,
-)
-from .callback_ledger import (
-    verify_callback as verify_callback,
-)
-from .calls import (
-    STATE_CHANGING as STATE_CHANGING,
-)
-from .calls import (
-    Sent as Sent,
-)
-from .calls import (
-    contract_error as contract_error,
-)
-from .calls import (
-    current_task_id as current_task_id,
-)
-from .calls import (
-    guarded_write as guarded_write,
-)
-from .calls import (
-    sent_by_task as sent_by_task,
-)
-from .common import (
-    STALE_IN_FLIGHT as STALE_IN_FLIGHT,
-)
-from .common import (
-    locked as locked,
-)
-from .common import (
-    savepoint_if_atomic as savepoint_if_atomic,
-)
-from .communities import (
-    create_community as create_community,
-)
-from .communities import (
-    fetch_statistics as fetch_statistics,
-)
-from .config import (
-    CommunityConfig as CommunityConfig,
-)
-from .config import (
-    cached_communities as cached_communities,
-)
-from .config import (
-    community_config as community_config,
-)
-from .config import (
-    get_client as get_client,
-)
-from .direct_orders import (
-    create_direct_order as create_direct_order,
-)
-from .housekeeping import (
-    record_run as record_run,
-)
-from .payments import (
-    abandon_unknown_start as abandon_unknown_start,
-)
-from .payments import (
-    capture as capture,
-)
-from .payments import (
-    prepare_amount as prepare_amount,
-)
-from .payments import (
-    start_payment as start_payment,
-)
-from .payments import (
-    validate_promocode as validate_promocode,
-)
-from .recurring import (
-    cancel_recurring as cancel_recurring,
-)
-from .recurring import (
-    missed_charges as missed_charges,
-)
-from .recurring import (
-    settle_unknown_cancel as settle_unknown_cancel,
-)
+from .callback_ledger import reprocess_callback
+from .communities import create_community, fetch_statistics
+from .direct_orders import create_direct_order
+from .payments import abandon_unknown_start, capture, prepare_amount, start_payment, validate_promocode
+from .recurring import cancel_recurring, missed_charges, settle_unknown_cancel
 from .refunds import (
-    ALL_REFUNDABLE as ALL_REFUNDABLE,
+    ALL_REFUNDABLE,
+    Remainder,
+    expected_refundable_amount,
+    refund,
+    refund_amount,
+    resolve_refund,
 )
-from .refunds import (
-    Remainder as Remainder,
-)
-from .refunds import (
-    expected_refundable_amount as expected_refundable_amount,
-)
-from .refunds import (
-    refund as refund,
-)
-from .refunds import (
-    refund_amount as refund_amount,
-)
-from .refunds import (
-    resolve_refund as resolve_refund,
-)
-from .status import (
-    apply_status as apply_status,
-)
-from .sync import (
-    sync_transaction as sync_transaction,
-)
+from .sync import sync_transaction
+
+__all__ = [
+    "ALL_REFUNDABLE",
+    "Remainder",
+    "abandon_unknown_start",
+    "cancel_recurring",
+    "capture",
+    "create_community",
+    "create_direct_order",
+    "expected_refundable_amount",
+    "fetch_statistics",
+    "missed_charges",
+    "prepare_amount",
+    "refund",
+    "refund_amount",
+    "reprocess_callback",
+    "resolve_refund",
+    "settle_unknown_cancel",
+    "start_payment",
+    "sync_transaction",
+    "validate_promocode",
+]

@@ -38,7 +38,7 @@ from ..secrecy import scrub_error
 from .callback_insert import insert_callback, take_fetch_turn
 from .calls import current_task_id
 from .housekeeping import record_run
-from .sync import _sync
+from .sync import sync_stored
 
 logger = logging.getLogger("django_paycollect.callbacks")
 
@@ -233,7 +233,7 @@ class Sweep:
 def claim_stuck_callbacks(limit: int = SWEEP_BATCH) -> Sweep:
     """Claim every stuck callback (see :func:`stuck_filter`) for verification again, oldest first, each
     once: runs may overlap, and the claim (a conditional UPDATE) gives each callback to one of them.
-    The caller hands ``requeued`` to the worker (``tasks.sweep``). Records the run
+    The caller hands ``requeued`` to the worker (``tasks.callbacks.sweep``). Records the run
     (:func:`~.housekeeping.record_run`)."""
     now = timezone.now()
     due = Coalesce("next_attempt_at", "received_at")
@@ -418,7 +418,7 @@ def verify_callback(callback_id: int, *, force: bool = False) -> ReceivedCallbac
     callback.task_id = task_id or callback.task_id
     community_id = known.community_id if known is not None else community_of(callback.merchant_id)
     try:
-        txn = _sync(known, uuid, community_id=community_id, source="callback")  # known: looked up above
+        txn = sync_stored(known, uuid, community_id=community_id, source="callback")  # known: looked up above
     except NotFound:
         FetchMark.objects.filter(uuid=uuid).filter(
             Q(not_found_at__isnull=True) | Q(not_found_at__lt=sent_at)

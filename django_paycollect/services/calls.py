@@ -35,13 +35,11 @@ from ..exceptions import (
     ServiceLayerError,
     ServiceUnavailable,
 )
-from ..models import (
-    ApiCall,
-    json_safe,
-)
+from ..models import ApiCall
+from ..models.fields import json_safe
 from ..problem_messages import service_field_errors
 from ..secrecy import mask_personal_data, our_secrets, scrub
-from .common import _require_autocommit
+from .common import require_autocommit
 from .config import CommunityConfig, get_client
 
 C = TypeVar("C")
@@ -184,7 +182,7 @@ def broken_answer(operation: str, missing: str) -> ServiceUnavailable:
     return ServiceUnavailable(f"{operation}: the service's answer has no {missing}")
 
 
-def _read(
+def recorded_read(
     operation: str,
     config: CommunityConfig,
     call: Callable[[], Envelope[T]],
@@ -227,7 +225,7 @@ def guarded_write(
     returned, its state saying which; refused by the service, or never sent, the contract's error is
     raised (:func:`contract_error`) with the row as ``record``.
     """
-    _require_autocommit(operation)
+    require_autocommit(operation)
     with transaction.atomic():
         claimed = claim()
         community = config(claimed)

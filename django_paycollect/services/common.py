@@ -27,7 +27,7 @@ logger = logging.getLogger("django_paycollect.services")
 M = TypeVar("M", bound=Model)
 
 
-def _validated(
+def validated(
     serializer_class: type[drf_serializers.Serializer[Any]], data: Mapping[str, Any]
 ) -> dict[str, Any]:
     serializer = serializer_class(data=dict(data))
@@ -36,12 +36,12 @@ def _validated(
     return dict(serializer.validated_data)
 
 
-def _user(user: Any) -> Any:
+def recorded_user(user: Any) -> Any:
     """The user to record, or None for anonymous users and callers without one (tasks, commands)."""
     return user if getattr(user, "pk", None) else None
 
 
-def _require_autocommit(operation: str) -> None:
+def require_autocommit(operation: str) -> None:
     if transaction.get_connection(router.db_for_write(Transaction)).in_atomic_block:
         raise ServiceUsageError(
             f"{operation} changes money at the service and must not run inside transaction.atomic "
@@ -50,7 +50,7 @@ def _require_autocommit(operation: str) -> None:
         )
 
 
-def _after_commit(signal: Any, *, sender: type[Model] = Transaction, **kwargs: Any) -> None:
+def send_after_commit(signal: Any, *, sender: type[Model] = Transaction, **kwargs: Any) -> None:
     def send() -> None:
         for receiver, result in signal.send_robust(sender=sender, **kwargs):
             if isinstance(result, Exception):
@@ -66,15 +66,15 @@ def savepoint_if_atomic(model: type[Model]) -> AbstractContextManager[Any]:
     return transaction.atomic() if connection.in_atomic_block else nullcontext()
 
 
-def locked(model: type[M], pk: int) -> M:
+def lock_row(model: type[M], pk: int) -> M:
     """The row, locked until the end of the caller's transaction (``select_for_update``)."""
     return model._default_manager.select_for_update().get(pk=pk)
 
 
 @contextmanager
-def _locked(model: type[M], pk: int) -> Iterator[M]:
+def row_locked(model: type[M], pk: int) -> Iterator[M]:
     with transaction.atomic():
-        yield locked(model, pk)
+        yield lock_row(model, pk)
 
 
 #: A call still "pending" after this long was left by a process that died; no answer will come.

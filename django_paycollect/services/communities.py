@@ -8,13 +8,10 @@ from ..client.types import (
     DashboardStatistics,
 )
 from ..conf import paycollect_settings
-from ..models import (
-    ApiCall,
-    StatisticsSnapshot,
-    json_safe,
-)
-from .calls import _read, guarded_write
-from .common import _require_autocommit
+from ..models import ApiCall, StatisticsSnapshot
+from ..models.fields import json_safe
+from .calls import guarded_write, recorded_read
+from .common import require_autocommit
 from .config import community_config, get_client
 
 
@@ -26,7 +23,7 @@ def create_community(*, logo: Any, name: str, user: Any = None, **fields: Any) -
     ``outcome_unknown`` set when it was sent and no usable answer came back (reconciliation reports it
     for a person to look up). Refused, :class:`PaymentRefused`; never sent, :class:`ServiceUnavailable`.
     """
-    _require_autocommit("create_community")
+    require_autocommit("create_community")
     return guarded_write(
         "create_community",
         config=lambda _: community_config(None) if paycollect_settings.COMMUNITY_ID else None,
@@ -41,7 +38,7 @@ def fetch_statistics(community_id: str | None = None) -> StatisticsSnapshot:
     """Read the community's dashboard statistics and keep them as a snapshot."""
     config = community_config(community_id)
     client = get_client(config)
-    envelope, _ = _read(
+    envelope, _ = recorded_read(
         "dashboard_statistics", config, lambda: client.dashboard_statistics(community_id=config.community_id)
     )
     stats: DashboardStatistics = envelope.result

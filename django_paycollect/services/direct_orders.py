@@ -12,13 +12,11 @@ from ..client import (
 from ..client.types import (
     DirectOrderCreated,
 )
-from ..models import (
-    DirectOrder,
-    json_safe,
-)
+from ..models import DirectOrder
+from ..models.fields import json_safe
 from ..serializers import DirectOrderSerializer
 from .calls import Sent, guarded_write
-from .common import _after_commit, _require_autocommit, _user, _validated, locked
+from .common import lock_row, recorded_user, require_autocommit, send_after_commit, validated
 from .config import community_config
 
 
@@ -30,11 +28,11 @@ def create_direct_order(*, user: Any = None, **fields: Any) -> DirectOrder:
     UNKNOWN; refused, :class:`PaymentRefused` (the REJECTED order as ``record`` when the service refused
     it); never sent, :class:`ServiceUnavailable`.
     """
-    _require_autocommit("create_direct_order")
+    require_autocommit("create_direct_order")
     # None, these keywords' default, leaves them out; the serializer reads an amount given (null refused).
     optional = ("discount_amount", "vat_percentage")
     fields = {name: value for name, value in fields.items() if not (name in optional and value is None)}
-    data = _validated(DirectOrderSerializer, fields)
+    data = validated(DirectOrderSerializer, fields)
     config = community_config(data.pop("community_id"))
     terms = data.pop("recurring")
     order = DirectOrder.objects.create(
@@ -46,7 +44,7 @@ def create_direct_order(*, user: Any = None, **fields: Any) -> DirectOrder:
         expiry_date=terms["expiry_date"] if terms else None,
         minimum_days_between_payments=terms["minimum_days_between_payments"] if terms else None,
         merchant_reference=data["merchant_reference"],
-        created_by=_user(user),
+        created_by=recorded_user(user),
     )
 
     def send(client: PayCollectClient, order: DirectOrder) -> Envelope[DirectOrderCreated]:
@@ -62,7 +60,7 @@ def create_direct_order(*, user: Any = None, **fields: Any) -> DirectOrder:
         )
 
     def record(order: DirectOrder, sent: Sent[DirectOrderCreated]) -> DirectOrder:
-        order = locked(DirectOrder, order.pk)
+        order = lock_row(DirectOrder, order.pk)
         if sent.envelope is not None:
             created = sent.envelope.result
             order.state = DirectOrder.CREATED
@@ -70,7 +68,7 @@ def create_direct_order(*, user: Any = None, **fields: Any) -> DirectOrder:
             order.payment_link = created.payment_link or ""
             order.service_message = created.message or ""
             order.raw = json_safe(sent.envelope.data)
-            _after_commit(signals.direct_order_created, sender=DirectOrder, direct_order=order)
+            send_after_commit(signals.direct_order_created, sender=DirectOrder, direct_order=order)
         else:
             order.state = DirectOrder.UNKNOWN if sent.unknown else DirectOrder.REJECTED
             order.service_message = sent.error_text

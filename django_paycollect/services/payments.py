@@ -25,15 +25,13 @@ from ..client.types import (
 from ..conf import paycollect_settings
 from ..exceptions import PaymentRefused
 from ..ids import canonical_uuid
-from ..models import (
-    Transaction,
-    json_safe,
-)
+from ..models import Transaction
+from ..models.fields import json_safe
 from ..serializers import StartPaymentSerializer
-from .calls import Sent, _read, broken_answer, guarded_write
-from .common import _after_commit, _locked, _require_autocommit, _user, _validated, locked
+from .calls import Sent, broken_answer, guarded_write, recorded_read
+from .common import lock_row, recorded_user, require_autocommit, row_locked, send_after_commit, validated
 from .config import community_config, get_client
-from .status import _set_local_status, apply_status
+from .status import apply_status, set_local_status
 
 
 def prepare_amount(
@@ -47,7 +45,7 @@ def prepare_amount(
     amount = parse_amount(amount, "amount")
     config = community_config(community_id)
     client = get_client(config)
-    envelope, _ = _read(
+    envelope, _ = recorded_read(
         "prepare_amount",
         config,
         lambda: client.prepare_amount(
@@ -91,8 +89,8 @@ def start_payment(
     Raises :class:`PaymentRefused` (naming the fields) when the input or the service refuses it;
     after an ambiguous failure the transaction is returned with ``outcome_unknown`` set.
     """
-    _require_autocommit("start_payment")
-    data = _validated(
+    require_autocommit("start_payment")
+    data = validated(
         StartPaymentSerializer,
         {
             "amount": amount,
@@ -154,7 +152,7 @@ def start_payment(
                 promocode_id=data["promocode_id"],
                 content_type=ContentType.objects.get_for_model(merchant_object) if merchant_object else None,
                 object_id=str(merchant_object.pk) if merchant_object else "",
-                owner=_user(owner),
+                owner=recorded_user(owner),
             )
     except IntegrityError:
         # Another request started the same reference a moment ago: return that one.
@@ -163,7 +161,7 @@ def start_payment(
     terms = data["recurring"]
 
     def record(txn: Transaction, sent: Sent[PaymentStarted]) -> Transaction:
-        txn = locked(Transaction, txn.pk)
+        txn = lock_row(Transaction, txn.pk)
         if sent.envelope is not None:
             started = sent.envelope.result
             txn.uuid = canonical_uuid(started.transaction_uuid) if started.transaction_uuid else None
@@ -177,7 +175,7 @@ def start_payment(
             if sent.unknown:
                 txn.outcome_unknown = True
             else:
-                _set_local_status(txn, Transaction.REJECTED, source="pay")
+                set_local_status(txn, Transaction.REJECTED, source="pay")
         txn.save()
         return txn
 
@@ -212,10 +210,10 @@ def capture(txn: Transaction, *, user: Any = None) -> Transaction:
     Returns the transaction, its ``capture_state`` captured or unknown; refused, :class:`StateConflict` (its
     state) or :class:`PaymentRefused` (the service); never sent, :class:`ServiceUnavailable`.
     """
-    _require_autocommit("capture")
+    require_autocommit("capture")
 
     def claim() -> Transaction:
-        found = locked(Transaction, txn.pk)
+        found = lock_row(Transaction, txn.pk)
         refusal = found.capture_refusal()
         if refusal is not None:
             raise refusal.conflict()
@@ -224,13 +222,13 @@ def capture(txn: Transaction, *, user: Any = None) -> Transaction:
         return found
 
     def record(claimed: Transaction, sent: Sent[OperationMessage]) -> Transaction:
-        done = locked(Transaction, claimed.pk)
+        done = lock_row(Transaction, claimed.pk)
         if sent.error is None:
             done.capture_state = Transaction.CAPTURE_DONE
             done.captured_amount = done.total_amount
             done.captured_at = timezone.now()
-            done.captured_by = _user(user)
-            _after_commit(signals.capture_succeeded, transaction=done)
+            done.captured_by = recorded_user(user)
+            send_after_commit(signals.capture_succeeded, transaction=done)
         else:
             done.capture_state = Transaction.CAPTURE_UNKNOWN if sent.unknown else Transaction.CAPTURE_FAILED
             done.last_error = sent.error_text
@@ -262,7 +260,7 @@ def validate_promocode(
     config = community_config(community_id)
     client = get_client(config)
     amount_id = variable_amount_id or config.variable_amount_id
-    envelope, _ = _read(
+    envelope, _ = recorded_read(
         "validate_promocode",
         config,
         lambda: client.validate_promocode(
@@ -287,9 +285,9 @@ def abandon_unknown_start(txn: Transaction) -> bool:
     callback. Without its page URL the customer cannot have paid it; after a while it is closed so
     the reference can be paid again. Returns True when it was abandoned.
     """
-    with _locked(Transaction, txn.pk) as locked:
+    with row_locked(Transaction, txn.pk) as locked:
         if locked.uuid or locked.status != Transaction.NEW or not locked.outcome_unknown:
             return False
-        _set_local_status(locked, Transaction.ABANDONED, source="reconcile")
+        set_local_status(locked, Transaction.ABANDONED, source="reconcile")
         locked.save()
     return True

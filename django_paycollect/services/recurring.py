@@ -15,7 +15,7 @@ from ..models import (
     Transaction,
 )
 from .calls import Sent, guarded_write
-from .common import _after_commit, _locked, _require_autocommit, _user, locked
+from .common import lock_row, recorded_user, require_autocommit, row_locked, send_after_commit
 from .config import community_config
 from .sync import sync_transaction
 
@@ -27,10 +27,10 @@ def cancel_recurring(series: RecurringSeries, *, user: Any = None) -> RecurringS
     or :class:`PaymentRefused` (the service); never sent, :class:`ServiceUnavailable` (a failed or unknown
     cancellation may be asked again).
     """
-    _require_autocommit("cancel_recurring")
+    require_autocommit("cancel_recurring")
 
     def claim() -> RecurringSeries:
-        found = locked(RecurringSeries, series.pk)
+        found = lock_row(RecurringSeries, series.pk)
         refusal = found.cancel_refusal()
         if refusal is not None:
             raise refusal.conflict()
@@ -39,14 +39,17 @@ def cancel_recurring(series: RecurringSeries, *, user: Any = None) -> RecurringS
         return found
 
     def record(claimed: RecurringSeries, sent: Sent[OperationMessage]) -> RecurringSeries:
-        done = locked(RecurringSeries, claimed.pk)
+        done = lock_row(RecurringSeries, claimed.pk)
         if sent.error is None:
             done.cancel_state = RecurringSeries.CANCEL_DONE
             done.active = False
             done.cancelled_at = timezone.now()
-            done.cancelled_by = _user(user)
-            _after_commit(
-                signals.recurring_series_cancelled, sender=RecurringSeries, series=done, user=_user(user)
+            done.cancelled_by = recorded_user(user)
+            send_after_commit(
+                signals.recurring_series_cancelled,
+                sender=RecurringSeries,
+                series=done,
+                user=recorded_user(user),
             )
         else:
             done.cancel_state = (
@@ -71,14 +74,14 @@ def settle_unknown_cancel(series: RecurringSeries) -> RecurringSeries:
     if parent is None:
         return series
     sync_transaction(parent, source="reconcile")
-    with _locked(RecurringSeries, series.pk) as locked:
+    with row_locked(RecurringSeries, series.pk) as locked:
         # PENDING too: a process killed mid-call leaves it so (the caller decides it is old enough).
         if locked.cancel_state not in (RecurringSeries.CANCEL_UNKNOWN, RecurringSeries.CANCEL_PENDING):
             return locked
         if not locked.active:  # _link_series copied the fetched "active"
             locked.cancel_state = RecurringSeries.CANCEL_DONE
             locked.cancelled_at = locked.cancelled_at or timezone.now()
-            _after_commit(
+            send_after_commit(
                 signals.recurring_series_cancelled, sender=RecurringSeries, series=locked, user=None
             )
         else:

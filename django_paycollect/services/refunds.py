@@ -25,11 +25,11 @@ from ..models import (
 from .calls import Sent, guarded_write
 from .common import (
     STALE_IN_FLIGHT,
-    _after_commit,
-    _locked,
-    _require_autocommit,
-    _user,
-    locked,
+    lock_row,
+    recorded_user,
+    require_autocommit,
+    row_locked,
+    send_after_commit,
 )
 from .config import community_config
 
@@ -95,13 +95,13 @@ def refund(
     :class:`PaymentRefused` with the failed refund as ``record`` (``refund_failed`` is sent); never sent,
     :class:`ServiceUnavailable`, the failed refund as ``record``.
     """
-    _require_autocommit("refund")
+    require_autocommit("refund")
     if expected_refundable is not None:
         expected_refundable = expected_refundable_amount(expected_refundable)
     wanted = refund_amount(amount)
 
     def claim() -> Refund:
-        found = locked(Transaction, txn.pk)
+        found = lock_row(Transaction, txn.pk)
         refundable = found.refundable_amount
         refusal = found.refund_refusal(refundable)
         if refusal is not None and refusal.field == "transaction":  # not paid: said before anything else
@@ -125,26 +125,26 @@ def refund(
         return Refund.objects.create(
             transaction=found,
             amount=refundable if wanted is ALL_REFUNDABLE else wanted,
-            requested_by=_user(user),
+            requested_by=recorded_user(user),
         )
 
     def record(pending: Refund, sent: Sent[OperationMessage]) -> Refund:
-        paid = locked(Transaction, txn.pk)  # the transaction first, as every refund path locks them
-        done = locked(Refund, pending.pk)
+        paid = lock_row(Transaction, txn.pk)  # the transaction first, as every refund path locks them
+        done = lock_row(Refund, pending.pk)
         done.completed_at = timezone.now()
         if sent.envelope is not None:
             done.state = Refund.SUCCEEDED
             done.service_message = sent.envelope.result.message or ""
             paid.refunded_amount += done.amount
             paid.save(update_fields=["refunded_amount", "updated_at"])
-            _after_commit(signals.refund_succeeded, sender=Refund, refund=done, transaction=paid)
+            send_after_commit(signals.refund_succeeded, sender=Refund, refund=done, transaction=paid)
         elif sent.unknown:
             done.state = Refund.UNKNOWN
             done.error = sent.error_text
         else:
             done.state = Refund.FAILED
             done.error = sent.error_text
-            _after_commit(
+            send_after_commit(
                 signals.refund_failed, sender=Refund, refund=done, transaction=paid, error=done.error
             )
         done.save()
@@ -169,23 +169,23 @@ def resolve_refund(refund: Refund, *, succeeded: bool, user: Any = None) -> Refu
     still PENDING after :data:`STALE_IN_FLIGHT` was left by a process that died mid-call and is
     settled the same way; a younger one may still be waiting for its answer.
     """
-    with _locked(Transaction, refund.transaction_id) as locked:
+    with row_locked(Transaction, refund.transaction_id) as locked:
         done = Refund.objects.select_for_update().get(pk=refund.pk)
         stale = done.state == Refund.PENDING and done.created_at < timezone.now() - STALE_IN_FLIGHT
         if done.state != Refund.UNKNOWN and not stale:
             only = _("Only a refund of unknown outcome or long pending is settled by hand (%(state)s).")
             raise StateConflict({"refund": [lazy_text(only, state=Refund.State(done.state).label)]})
         done.completed_at = timezone.now()
-        who = getattr(_user(user), "get_username", lambda: "someone")()
+        who = getattr(recorded_user(user), "get_username", lambda: "someone")()
         done.error = f"resolved by hand by {who}"
         if succeeded:
             done.state = Refund.SUCCEEDED
             locked.refunded_amount += done.amount
             locked.save(update_fields=["refunded_amount", "updated_at"])
-            _after_commit(signals.refund_succeeded, sender=Refund, refund=done, transaction=locked)
+            send_after_commit(signals.refund_succeeded, sender=Refund, refund=done, transaction=locked)
         else:
             done.state = Refund.FAILED
-            _after_commit(
+            send_after_commit(
                 signals.refund_failed, sender=Refund, refund=done, transaction=locked, error=done.error
             )
         done.save()

@@ -11,7 +11,7 @@ from ..models import (
     Transaction,
     TransactionStatusChange,
 )
-from .common import _after_commit
+from .common import send_after_commit
 
 logger = logging.getLogger("django_paycollect.services")
 
@@ -48,7 +48,7 @@ def apply_status(txn: Transaction, reported: str, *, source: str) -> bool:
     TransactionStatusChange.objects.create(
         transaction=txn, from_status=before, to_status=reported, service_status=reported, source=source
     )
-    _after_commit(
+    send_after_commit(
         signals.transaction_status_changed,
         transaction=txn,
         from_status=before,
@@ -57,11 +57,11 @@ def apply_status(txn: Transaction, reported: str, *, source: str) -> bool:
     )
     if reported == Transaction.SUCCESSFUL:
         txn.succeeded_at = timezone.now()  # the day the money came in, for the dashboard's figures
-        _after_commit(signals.payment_succeeded, transaction=txn)
+        send_after_commit(signals.payment_succeeded, transaction=txn)
         if txn.series_id and txn.parent_uuid and txn.parent_uuid != txn.uuid:
-            _after_commit(signals.recurring_charge_succeeded, transaction=txn, series=txn.series)
+            send_after_commit(signals.recurring_charge_succeeded, transaction=txn, series=txn.series)
     elif reported == Transaction.FAILED:
-        _after_commit(signals.payment_failed, transaction=txn)
+        send_after_commit(signals.payment_failed, transaction=txn)
     return True
 
 
@@ -76,7 +76,7 @@ def leaves_status(txn: Transaction, reported: str) -> bool:
     )
 
 
-def _set_local_status(txn: Transaction, status: str, *, source: str) -> None:
+def set_local_status(txn: Transaction, status: str, *, source: str) -> None:
     before = txn.status
     if before == status:
         return
@@ -84,7 +84,7 @@ def _set_local_status(txn: Transaction, status: str, *, source: str) -> None:
     TransactionStatusChange.objects.create(
         transaction=txn, from_status=before, to_status=status, source=source
     )
-    _after_commit(
+    send_after_commit(
         signals.transaction_status_changed,
         transaction=txn,
         from_status=before,

@@ -18,14 +18,10 @@ from ..exceptions import (
     ServiceUsageError,
 )
 from ..ids import canonical_uuid
-from ..models import (
-    ApiCall,
-    RecurringSeries,
-    Transaction,
-    json_safe,
-)
-from .calls import _read
-from .common import _after_commit, logger, savepoint_if_atomic
+from ..models import ApiCall, RecurringSeries, Transaction
+from ..models.fields import json_safe
+from .calls import recorded_read
+from .common import logger, savepoint_if_atomic, send_after_commit
 from .config import community_config, get_client
 from .status import apply_status, leaves_status
 
@@ -54,7 +50,7 @@ def sync_transaction(
         if not uuid:
             raise ValueError("sync_transaction needs a transaction or a uuid")
         txn = Transaction.objects.filter(uuid=uuid).first()
-    return _sync(
+    return sync_stored(
         txn,
         uuid,
         community_id=community_id,
@@ -64,7 +60,7 @@ def sync_transaction(
     )
 
 
-def _sync(
+def sync_stored(
     txn: Transaction | None,
     uuid: str | None,
     *,
@@ -81,7 +77,7 @@ def _sync(
     config = community_config(txn.community_id if txn is not None else community_id)
     client = get_client(config, timeout=timeout, max_network_retries=max_network_retries)
     sent_at = timezone.now()
-    envelope, api_call = _read(
+    envelope, api_call = recorded_read(
         "get_transaction",
         config,
         lambda: client.get_transaction(community_id=config.community_id, transaction_uuid=wanted_uuid),
@@ -143,7 +139,7 @@ def _apply_fetched(
         if differences:
             if not txn.amount_mismatch:
                 txn.amount_mismatch = True
-                _after_commit(signals.amount_mismatch_detected, transaction=txn, differences=differences)
+                send_after_commit(signals.amount_mismatch_detected, transaction=txn, differences=differences)
             txn.service_status = fetched.status or ""
         else:
             if fetched.status:

@@ -2,7 +2,7 @@
 
 The project's Celery app discovers these tasks (``app.autodiscover_tasks()``); with
 ``CELERY_TASK_ALWAYS_EAGER`` they run inline, which is what the demo and the tests use. Every task
-stores its id on the ApiCall rows it causes (``services.current_task_id``), so the admin shows which
+stores its id on the ApiCall rows it causes (``services.calls.current_task_id``), so the admin shows which
 task made which call.
 
 Arguments are JSON-serialisable: primary keys, amounts as strings (``"100.00"``, never floats),
@@ -25,7 +25,7 @@ Delivery rules, and why:
   the service said "not now") is retried. As a second guard, a state-changing task whose id already
   made a call that may have taken effect (a broker redelivery, e.g. after Redis's
   ``visibility_timeout``) does not call again and returns what that call left
-  (``services.sent_by_task``).
+  (``services.calls.sent_by_task``).
 
 Keep the broker's ``visibility_timeout`` (Redis, SQS) longer than the longest retry countdown and
 queue wait: a message held longer is handed to a second worker.
@@ -33,77 +33,36 @@ queue wait: a message held longer is handed to a second worker.
 
 from __future__ import annotations
 
-# Re-exported for older imports: the schedule lives where settings can import it (no models there).
-from ..schedules import BEAT_SCHEDULE as BEAT_SCHEDULE
-from .callbacks import (
-    CALLBACK_DATABASE_RETRY_DELAYS as CALLBACK_DATABASE_RETRY_DELAYS,
-)
-from .callbacks import (
-    hand_on as hand_on,
-)
-from .callbacks import (
-    process_callbacks as process_callbacks,
-)
-from .callbacks import (
-    publisher as publisher,
-)
-from .callbacks import (
-    sweep as sweep,
-)
-from .callbacks import (
-    sweep_callbacks as sweep_callbacks,
-)
-from .delivery import (
-    NOT_SENT_RETRY_DELAYS as NOT_SENT_RETRY_DELAYS,
-)
-from .delivery import (
-    READ_BACKOFF as READ_BACKOFF,
-)
-from .delivery import (
-    READ_BACKOFF_CAP as READ_BACKOFF_CAP,
-)
-from .delivery import (
-    READ_MAX_RETRIES as READ_MAX_RETRIES,
-)
-from .delivery import (
-    _retry_read as _retry_read,
-)
-from .housekeeping import (
-    prune as prune,
-)
-from .housekeeping import (
-    reconcile as reconcile,
-)
-from .housekeeping import (
-    reconcile_chunk as reconcile_chunk,
-)
+from .callbacks import hand_on, process_callbacks, sweep_callbacks
+from .housekeeping import prune, reconcile, reconcile_chunk
 from .operations import (
-    cancel_recurring as cancel_recurring,
+    cancel_recurring,
+    capture,
+    create_community,
+    create_direct_order,
+    fetch_statistics,
+    prepare_amount,
+    refund,
+    start_payment,
+    sync_transaction,
+    validate_promocode,
 )
-from .operations import (
-    capture as capture,
-)
-from .operations import (
-    create_community as create_community,
-)
-from .operations import (
-    create_direct_order as create_direct_order,
-)
-from .operations import (
-    fetch_statistics as fetch_statistics,
-)
-from .operations import (
-    prepare_amount as prepare_amount,
-)
-from .operations import (
-    refund as refund,
-)
-from .operations import (
-    start_payment as start_payment,
-)
-from .operations import (
-    sync_transaction as sync_transaction,
-)
-from .operations import (
-    validate_promocode as validate_promocode,
-)
+
+__all__ = [
+    "cancel_recurring",
+    "capture",
+    "create_community",
+    "create_direct_order",
+    "fetch_statistics",
+    "hand_on",
+    "prepare_amount",
+    "process_callbacks",
+    "prune",
+    "reconcile",
+    "reconcile_chunk",
+    "refund",
+    "start_payment",
+    "sweep_callbacks",
+    "sync_transaction",
+    "validate_promocode",
+]

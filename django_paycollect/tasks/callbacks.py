@@ -14,9 +14,16 @@ from typing import Any, NoReturn
 
 from celery import shared_task
 
-from .. import services
 from ..conf import paycollect_settings
-from .delivery import _REDELIVERABLE, _task_id
+from ..services.callback_ledger import (
+    DATABASE_UNAVAILABLE,
+    SWEEP_BATCH,
+    Sweep,
+    callback_not_queued,
+    claim_stuck_callbacks,
+    run_verification,
+)
+from .delivery import REDELIVERABLE, recording_task_id
 from .outbox import Publisher, threads_run
 
 logger = logging.getLogger("django_paycollect.tasks")
@@ -70,7 +77,7 @@ def _publish(callback_ids: list[int], *, force: bool = False, countdown: float |
 #: what a fork and the process's exit need (a forked child starts afresh; what waits is published at exit).
 publisher = Publisher(
     _publish,
-    services.callback_not_queued,
+    callback_not_queued,
     capacity=lambda: paycollect_settings.count("CALLBACK_PUBLISH_BUFFER"),
     linger=lambda: paycollect_settings.seconds("CALLBACK_PUBLISH_LINGER") or 0.0,
 )
@@ -89,23 +96,23 @@ def _share_out(callback_ids: list[int], *, force: bool = False) -> None:
         except Exception as exc:
             rest = [pk for left in chunks[sent:] for pk in left]
             logger.exception("%d callback(s) could not be queued for verification", len(rest))
-            services.callback_not_queued(rest, exc)
+            callback_not_queued(rest, exc)
             return
 
 
-def sweep(limit: int = services.SWEEP_BATCH) -> services.Sweep:
-    """Queue again every stuck callback (``services.claim_stuck_callbacks``), oldest first, each once: a
-    thousand stuck callbacks are a hundred publishes, not a thousand."""
-    result = services.claim_stuck_callbacks(limit)
+def sweep(limit: int = SWEEP_BATCH) -> Sweep:
+    """Queue again every stuck callback (``callback_ledger.claim_stuck_callbacks``), oldest first, each
+    once: a thousand stuck callbacks are a hundred publishes, not a thousand."""
+    result = claim_stuck_callbacks(limit)
     _share_out(result.requeued)
     return result
 
 
 # ignore_result: the callback's row holds the outcome. Queueing it then touches only the broker, never
 # the result backend, so a result store that is down cannot hold up (or fail) the callback view.
-@shared_task(name="paycollect.process_callbacks", ignore_result=True, **_REDELIVERABLE)
+@shared_task(name="paycollect.process_callbacks", ignore_result=True, **REDELIVERABLE)
 def process_callbacks(self: Any, callback_ids: list[int], force: bool = False) -> dict[str, int]:
-    """Verify stored callbacks against the service (``services.run_verification``). Safe to run twice:
+    """Verify stored callbacks against the service (``callback_ledger.run_verification``). Safe to run twice:
     verification is idempotent.
 
     Up to :data:`CALLBACKS_PER_TASK` are verified here, in turn; the rest are shared out in messages of as
@@ -121,11 +128,11 @@ def process_callbacks(self: Any, callback_ids: list[int], force: bool = False) -
         _share_out(ids[CALLBACKS_PER_TASK:], force=force)
         ids = ids[:CALLBACKS_PER_TASK]
     states: Counter[str] = Counter()
-    with _task_id(self):
+    with recording_task_id(self):
         for position, callback_id in enumerate(ids):
             try:
-                done = services.run_verification(callback_id, force=force, may_retry=not eager)
-            except services.DATABASE_UNAVAILABLE as exc:
+                done = run_verification(callback_id, force=force, may_retry=not eager)
+            except DATABASE_UNAVAILABLE as exc:
                 if eager:
                     raise
                 _retry_without_database(self, exc, ids[position:], force)
@@ -164,7 +171,7 @@ def _verify_later(callback_id: int, countdown: float, force: bool) -> None:
         )
 
 
-@shared_task(name="paycollect.sweep_callbacks", ignore_result=True, **_REDELIVERABLE)
+@shared_task(name="paycollect.sweep_callbacks", ignore_result=True, **REDELIVERABLE)
 def sweep_callbacks(self: Any) -> dict[str, Any]:
     """Queue again the callbacks left received or queued too long (see :func:`sweep`).
 
@@ -172,5 +179,5 @@ def sweep_callbacks(self: Any) -> dict[str, Any]:
     them, a database down while verifications ran: each such callback is verified at most
     ``CALLBACK_REQUEUE_AFTER`` (plus a minute) after it was due, whatever the broker's visibility timeout.
     """
-    with _task_id(self):
+    with recording_task_id(self):
         return sweep().as_dict()

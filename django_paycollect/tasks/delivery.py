@@ -12,7 +12,6 @@ from typing import Any, NoReturn, TypeVar
 
 from django.contrib.auth import get_user_model
 
-from .. import services
 from ..amounts import amount_text
 from ..exceptions import NotFound, PaymentRefused, ServiceUnavailable, StateConflict
 from ..models import (
@@ -22,6 +21,7 @@ from ..models import (
     Refund,
     Transaction,
 )
+from ..services.calls import current_task_id, sent_by_task
 
 logger = logging.getLogger("django_paycollect.tasks")
 
@@ -36,11 +36,11 @@ NOT_SENT_RETRY_DELAYS = (10, 60, 300)
 
 
 # Idempotent tasks: redelivered when the worker dies before finishing (see the module docstring).
-_REDELIVERABLE: dict[str, Any] = {"bind": True, "acks_late": True, "reject_on_worker_lost": True}
-_READ: dict[str, Any] = {**_REDELIVERABLE, "max_retries": READ_MAX_RETRIES}
+REDELIVERABLE: dict[str, Any] = {"bind": True, "acks_late": True, "reject_on_worker_lost": True}
+READ_TASK: dict[str, Any] = {**REDELIVERABLE, "max_retries": READ_MAX_RETRIES}
 # State-changing tasks: acknowledged before they run, never redelivered. A refusal is expected, logged without
 # a traceback; a misconfiguration is logged with one, and never retried (only ServiceUnavailable is).
-_WRITE: dict[str, Any] = {
+WRITE_TASK: dict[str, Any] = {
     "bind": True,
     "acks_late": False,
     "reject_on_worker_lost": False,
@@ -50,18 +50,18 @@ _WRITE: dict[str, Any] = {
 
 
 @contextmanager
-def _task_id(task: Any) -> Iterator[None]:
-    token = services.current_task_id.set(getattr(task.request, "id", None) or "")
+def recording_task_id(task: Any) -> Iterator[None]:
+    token = current_task_id.set(getattr(task.request, "id", None) or "")
     try:
         yield
     finally:
-        services.current_task_id.reset(token)
+        current_task_id.reset(token)
 
 
 # --- retries ------------------------------------------------------------------------------------
 
 
-def _retry_read(task: Any, exc: ServiceUnavailable) -> NoReturn:
+def retry_read(task: Any, exc: ServiceUnavailable) -> NoReturn:
     """Retry a read with capped exponential backoff and jitter (the wait asked by a 429 if longer)."""
     delay = min(READ_BACKOFF_CAP, READ_BACKOFF * 2**task.request.retries)
     countdown = random.uniform(delay / 2, delay)  # noqa: S311  (jitter, so workers do not retry in step)
@@ -71,26 +71,26 @@ def _retry_read(task: Any, exc: ServiceUnavailable) -> NoReturn:
     raise task.retry(exc=exc, countdown=countdown) from None
 
 
-def _read(task: Any, call: Callable[[], R]) -> R:
+def read_with_retries(task: Any, call: Callable[[], R]) -> R:
     """Run a read; when the service is unavailable retry it: later through the broker, or at once when eager.
 
     Eager runs retry in a loop here rather than through ``task.retry()``, which with
     ``CELERY_TASK_EAGER_PROPAGATES`` raises ``Retry`` to the caller instead of retrying.
     """
-    with _task_id(task):
+    with recording_task_id(task):
         for eager_retries in itertools.count():
             try:
                 return call()
             except ServiceUnavailable as exc:
                 if not task.request.is_eager:
-                    _retry_read(task, exc)
+                    retry_read(task, exc)
                 if eager_retries >= task.max_retries:
                     raise
                 logger.warning("%s: %s; trying again at once (eager)", task.name, exc)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _write(task: Any, call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def write_once(task: Any, call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """Run a state-changing operation at most once per delivery; retry only what did nothing at the service.
 
     The service layer raises :class:`ServiceUnavailable` for a state-changing call only when nothing
@@ -98,9 +98,9 @@ def _write(task: Any, call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     delivery whose task id already made a call that may have taken effect returns what it left.
     """
     task_id: str = getattr(task.request, "id", None) or ""
-    with _task_id(task):
+    with recording_task_id(task):
         for eager_retries in itertools.count():
-            earlier = services.sent_by_task(task_id)
+            earlier = sent_by_task(task_id)
             if earlier is not None:
                 logger.warning(
                     "task %s %s delivered again after its call %s: not calling the service again",
@@ -108,7 +108,7 @@ def _write(task: Any, call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
                     task_id,
                     earlier.pk,
                 )
-                return _earlier_result(earlier)
+                return earlier_result(earlier)
             try:
                 return call()
             except ServiceUnavailable as exc:
@@ -124,11 +124,11 @@ def _write(task: Any, call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 # --- results (JSON-serialisable) ---------------------------------------------------------------
 
 
-def _money(value: Decimal | None) -> str | None:
+def amount_or_none(value: Decimal | None) -> str | None:
     return None if value is None else amount_text(value)
 
 
-def _transaction_result(txn: Transaction) -> dict[str, Any]:
+def transaction_result(txn: Transaction) -> dict[str, Any]:
     return {
         "transaction_id": txn.pk,
         "uuid": txn.uuid,
@@ -138,22 +138,22 @@ def _transaction_result(txn: Transaction) -> dict[str, Any]:
         "iframe_url": txn.iframe_url,
         "bill_reference": txn.bill_reference,
         "capture_state": txn.capture_state,
-        "total_amount": _money(txn.total_amount),
+        "total_amount": amount_or_none(txn.total_amount),
         "currency": txn.currency,
     }
 
 
-def _refund_result(refund: Refund) -> dict[str, Any]:
+def refund_result(refund: Refund) -> dict[str, Any]:
     return {
         "refund_id": refund.pk,
         "transaction_id": refund.transaction_id,
-        "amount": _money(refund.amount),
+        "amount": amount_or_none(refund.amount),
         "state": refund.state,
         "error": refund.error,
     }
 
 
-def _series_result(series: RecurringSeries) -> dict[str, Any]:
+def series_result(series: RecurringSeries) -> dict[str, Any]:
     return {
         "series_id": series.pk,
         "parent_uuid": series.parent_uuid,
@@ -162,7 +162,7 @@ def _series_result(series: RecurringSeries) -> dict[str, Any]:
     }
 
 
-def _order_result(order: DirectOrder) -> dict[str, Any]:
+def order_result(order: DirectOrder) -> dict[str, Any]:
     return {
         "direct_order_id": order.pk,
         "state": order.state,
@@ -171,21 +171,21 @@ def _order_result(order: DirectOrder) -> dict[str, Any]:
     }
 
 
-def _earlier_result(call: ApiCall) -> dict[str, Any]:
+def earlier_result(call: ApiCall) -> dict[str, Any]:
     """What an earlier delivery of this task left, in the shape the task returns."""
     result: dict[str, Any] = {"duplicate_delivery": True, "api_call_id": call.pk}
     if call.refund is not None:
-        return result | _refund_result(call.refund)
+        return result | refund_result(call.refund)
     if call.series is not None:
-        return result | _series_result(call.series)
+        return result | series_result(call.series)
     if call.direct_order is not None:
-        return result | _order_result(call.direct_order)
+        return result | order_result(call.direct_order)
     if call.transaction is not None:
-        return result | _transaction_result(call.transaction)
+        return result | transaction_result(call.transaction)
     return result | {"created": call.succeeded, "outcome_unknown": call.outcome_unknown}
 
 
-def _user(user_id: Any) -> Any:
+def user_by_id(user_id: Any) -> Any:
     if user_id is None:
         return None
     return get_user_model()._default_manager.filter(pk=user_id).first()

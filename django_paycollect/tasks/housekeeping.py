@@ -8,15 +8,16 @@ from typing import Any
 from celery import shared_task
 
 from .. import reconciliation
-from .delivery import _REDELIVERABLE, _task_id
+from ..reconciliation.pruning import BATCH_SIZE
+from .delivery import REDELIVERABLE, recording_task_id
 
 logger = logging.getLogger("django_paycollect.tasks")
 
 
-@shared_task(name="paycollect.reconcile", **_REDELIVERABLE)
+@shared_task(name="paycollect.reconcile", **REDELIVERABLE)
 def reconcile(self: Any, community_id: str | None = None, older_than: str = "30m") -> dict[str, Any]:
     """Settle what is uncertain (see ``reconciliation.reconcile``); returns the summary."""
-    with _task_id(self):
+    with recording_task_id(self):
         summary = reconciliation.reconcile(
             community_id=community_id,
             older_than=reconciliation.parse_age(older_than),
@@ -28,22 +29,22 @@ def reconcile(self: Any, community_id: str | None = None, older_than: str = "30m
     return summary.as_dict()
 
 
-@shared_task(name="paycollect.reconcile_chunk", **_REDELIVERABLE)
+@shared_task(name="paycollect.reconcile_chunk", **REDELIVERABLE)
 def reconcile_chunk(self: Any, pks: list[int]) -> dict[str, Any]:
     """Fetch the open transactions among ``pks``: a chunk of a large reconcile run."""
-    with _task_id(self):
+    with recording_task_id(self):
         summary = reconciliation.reconcile_chunk(pks)
     for finding in summary.findings:
         logger.info("reconciliation: %s", finding)
     return summary.as_dict()
 
 
-@shared_task(name="paycollect.prune", **_REDELIVERABLE)
+@shared_task(name="paycollect.prune", **REDELIVERABLE)
 def prune(
     self: Any,
     older_than: str = "90d",
     include_unprocessed: bool = False,
-    batch_size: int = reconciliation.BATCH_SIZE,
+    batch_size: int = BATCH_SIZE,
 ) -> dict[str, Any]:
     """Delete old ApiCall and ReceivedCallback rows in batches (see ``reconciliation.prune``)."""
     result = reconciliation.prune(

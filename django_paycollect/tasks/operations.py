@@ -21,16 +21,16 @@ from ..models import (
     Transaction,
 )
 from .delivery import (
-    _READ,
-    _WRITE,
-    _money,
-    _order_result,
-    _read,
-    _refund_result,
-    _series_result,
-    _transaction_result,
-    _user,
-    _write,
+    READ_TASK,
+    WRITE_TASK,
+    amount_or_none,
+    order_result,
+    read_with_retries,
+    refund_result,
+    series_result,
+    transaction_result,
+    user_by_id,
+    write_once,
 )
 
 logger = logging.getLogger("django_paycollect.tasks")
@@ -38,7 +38,7 @@ logger = logging.getLogger("django_paycollect.tasks")
 # --- reads -------------------------------------------------------------------------------------
 
 
-@shared_task(name="paycollect.prepare_amount", **_READ)
+@shared_task(name="paycollect.prepare_amount", **READ_TASK)
 def prepare_amount(
     self: Any,
     amount: str,
@@ -47,7 +47,7 @@ def prepare_amount(
     community_id: str | None = None,
 ) -> str:
     """The total with the service's fees for ``amount``, as a string."""
-    total = _read(
+    total = read_with_retries(
         self,
         lambda: services.prepare_amount(
             amount,
@@ -59,7 +59,7 @@ def prepare_amount(
     return amount_text(total)
 
 
-@shared_task(name="paycollect.sync_transaction", **_READ)
+@shared_task(name="paycollect.sync_transaction", **READ_TASK)
 def sync_transaction(
     self: Any,
     transaction_id: int | None = None,
@@ -68,11 +68,13 @@ def sync_transaction(
 ) -> dict[str, Any]:
     """Fetch a transaction (by primary key, or by uuid) and apply what the service says."""
     known = Transaction.objects.get(pk=transaction_id) if transaction_id is not None else None
-    txn = _read(self, lambda: services.sync_transaction(known, uuid=uuid, community_id=community_id))
-    return _transaction_result(txn)
+    txn = read_with_retries(
+        self, lambda: services.sync_transaction(known, uuid=uuid, community_id=community_id)
+    )
+    return transaction_result(txn)
 
 
-@shared_task(name="paycollect.validate_promocode", **_READ)
+@shared_task(name="paycollect.validate_promocode", **READ_TASK)
 def validate_promocode(
     self: Any,
     name: str,
@@ -84,7 +86,7 @@ def validate_promocode(
     variable_amount_id: int | None = None,
 ) -> dict[str, Any]:
     """Check a promocode; pass ``promocode_id`` of the result to ``start_payment``."""
-    result = _read(
+    result = read_with_retries(
         self,
         lambda: services.validate_promocode(
             name,
@@ -96,18 +98,22 @@ def validate_promocode(
             variable_amount_id=variable_amount_id,
         ),
     )
-    return {"value": _money(result.value), "currency": result.currency, "promocode_id": result.promocode_id}
+    return {
+        "value": amount_or_none(result.value),
+        "currency": result.currency,
+        "promocode_id": result.promocode_id,
+    }
 
 
-@shared_task(name="paycollect.fetch_statistics", **_READ)
+@shared_task(name="paycollect.fetch_statistics", **READ_TASK)
 def fetch_statistics(self: Any, community_id: str | None = None) -> dict[str, Any]:
     """Read the dashboard statistics and keep them as a StatisticsSnapshot."""
-    snapshot: StatisticsSnapshot = _read(self, lambda: services.fetch_statistics(community_id))
+    snapshot: StatisticsSnapshot = read_with_retries(self, lambda: services.fetch_statistics(community_id))
     return {
         "snapshot_id": snapshot.pk,
         "community_id": snapshot.community_id,
-        "balance": _money(snapshot.balance),
-        "total_settled": _money(snapshot.total_settled),
+        "balance": amount_or_none(snapshot.balance),
+        "total_settled": amount_or_none(snapshot.total_settled),
         "total_number_of_transactions": snapshot.total_number_of_transactions,
     }
 
@@ -115,7 +121,7 @@ def fetch_statistics(self: Any, community_id: str | None = None) -> dict[str, An
 # --- state-changing operations -----------------------------------------------------------------------
 
 
-@shared_task(name="paycollect.start_payment", **_WRITE)
+@shared_task(name="paycollect.start_payment", **WRITE_TASK)
 def start_payment(
     self: Any,
     amount: str,
@@ -133,29 +139,31 @@ def start_payment(
 
     def call() -> dict[str, Any]:
         txn = services.start_payment(amount=amount, billing_data=billing_data, merchant_object=obj, **options)
-        return _transaction_result(txn)
+        return transaction_result(txn)
 
-    return _write(self, call)
+    return write_once(self, call)
 
 
-@shared_task(name="paycollect.create_direct_order", **_WRITE)
+@shared_task(name="paycollect.create_direct_order", **WRITE_TASK)
 def create_direct_order(self: Any, user_id: Any = None, **fields: Any) -> dict[str, Any]:
     """Create a direct order; ``fields`` as for ``services.create_direct_order``, amounts as strings."""
-    return _write(self, lambda: _order_result(services.create_direct_order(user=_user(user_id), **fields)))
+    return write_once(
+        self, lambda: order_result(services.create_direct_order(user=user_by_id(user_id), **fields))
+    )
 
 
-@shared_task(name="paycollect.capture", **_WRITE)
+@shared_task(name="paycollect.capture", **WRITE_TASK)
 def capture(self: Any, transaction_id: int, user_id: Any = None) -> dict[str, Any]:
     """Capture a successful transaction."""
 
     def call() -> dict[str, Any]:
         txn = Transaction.objects.get(pk=transaction_id)
-        return _transaction_result(services.capture(txn, user=_user(user_id)))
+        return transaction_result(services.capture(txn, user=user_by_id(user_id)))
 
-    return _write(self, call)
+    return write_once(self, call)
 
 
-@shared_task(name="paycollect.refund", **_WRITE)
+@shared_task(name="paycollect.refund", **WRITE_TASK)
 def refund(
     self: Any,
     transaction_id: int,
@@ -172,27 +180,27 @@ def refund(
         done = services.refund(
             Transaction.objects.get(pk=transaction_id),
             amount,
-            user=_user(user_id),
+            user=user_by_id(user_id),
             expected_refundable=expected_refundable,
         )
-        return _refund_result(done)
+        return refund_result(done)
 
     # A refund never sent is recorded as failed; a retry makes a new Refund row.
-    return _write(self, call)
+    return write_once(self, call)
 
 
-@shared_task(name="paycollect.cancel_recurring", **_WRITE)
+@shared_task(name="paycollect.cancel_recurring", **WRITE_TASK)
 def cancel_recurring(self: Any, series_id: int, user_id: Any = None) -> dict[str, Any]:
     """Stop future charges of a recurring series."""
 
     def call() -> dict[str, Any]:
         series = RecurringSeries.objects.get(pk=series_id)
-        return _series_result(services.cancel_recurring(series, user=_user(user_id)))
+        return series_result(services.cancel_recurring(series, user=user_by_id(user_id)))
 
-    return _write(self, call)
+    return write_once(self, call)
 
 
-@shared_task(name="paycollect.create_community", **_WRITE)
+@shared_task(name="paycollect.create_community", **WRITE_TASK)
 def create_community(
     self: Any,
     name: str,
@@ -212,9 +220,9 @@ def create_community(
 
     def call() -> dict[str, Any]:
         done = services.create_community(
-            logo=Logo(logo_filename, content), name=name, user=_user(user_id), **fields
+            logo=Logo(logo_filename, content), name=name, user=user_by_id(user_id), **fields
         )
         # Sent without an answer, it may exist now: its ApiCall is flagged and reconciliation reports it.
         return {"created": None if done.outcome_unknown else True, "outcome_unknown": done.outcome_unknown}
 
-    return _write(self, call)
+    return write_once(self, call)

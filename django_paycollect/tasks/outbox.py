@@ -10,8 +10,8 @@ millisecond of CPU, whatever it carries: one for many callbacks is what keeps in
 storing the row.
 
 Nothing is lost on the way. A publish that fails records its callbacks *received*, with the reason
-(``services.callback_not_queued``), and the next sweep queues them again. A process that dies with ids in
-its buffer leaves their rows *queued*: the sweep queues them again once overdue by
+(``callback_ledger.callback_not_queued``), and the next sweep queues them again. A process that dies
+with ids in its buffer leaves their rows *queued*: the sweep queues them again once overdue by
 ``CALLBACK_REQUEUE_AFTER``. When the buffer holds ``CALLBACK_PUBLISH_BUFFER`` ids (the broker slower than
 the callbacks arrive), the next is published in its own request, as a warning says. At exit the process
 publishes what waits, for at most :data:`EXIT_WAIT` seconds.

@@ -10,9 +10,9 @@ from decimal import Decimal
 
 import pytest
 
-from django_paycollect import services
 from django_paycollect.models import ReceivedCallback
 from django_paycollect.sandbox.envelope import dumps
+from django_paycollect.services.callback_ledger import dedupe_key
 from tests.support.callbacks import UUID, body_for, committed, post
 
 WRONG = [
@@ -87,7 +87,7 @@ def test_a_malformed_hint_never_refuses_the_callback_it_is_stored_as_not_sent_an
     if hint != "merchant_id":
         assert callback.merchant_id == "community-1"
     assert json.loads(callback.body) == json.loads(dumps(body_for(**change)))
-    assert callback.dedupe_key == services.dedupe_key(UUID, callback.claimed_status)
+    assert callback.dedupe_key == dedupe_key(UUID, callback.claimed_status)
     no_worker.assert_called_once_with(([callback.pk],))
 
 

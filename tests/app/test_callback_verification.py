@@ -23,6 +23,7 @@ from django.utils import timezone
 from django_paycollect import services
 from django_paycollect.models import DirectOrder, FetchMark, ReceivedCallback, RecurringSeries, Transaction
 from django_paycollect.secrecy import our_secrets
+from django_paycollect.services.callback_ledger import callback_failed, callback_waiting
 from tests.conftest import CALLBACK_TOKEN
 from tests.support.callbacks import URL, UUID, body_for, committed, live, post, processed_callback, wait_until
 
@@ -257,10 +258,10 @@ def test_an_error_recorded_on_a_callback_holds_neither_our_keys_nor_a_urls_passw
     post(client, body_for())
     callback = ReceivedCallback.objects.get()
     api_key = settings.PAYCOLLECT["API_KEY"]
-    services.callback_waiting(callback.pk, 5, error=f"the service refused {api_key}")
+    callback_waiting(callback.pk, 5, error=f"the service refused {api_key}")
     assert ReceivedCallback.objects.get().error == "the service refused [redacted]"
     error = ConnectionError(f"redis://:broker-password@127.0.0.1:6379/0 down (sent {api_key})")
-    services.callback_failed(callback.pk, error, f'Traceback ...\n  "x-api-key": "{api_key}"')
+    callback_failed(callback.pk, error, f'Traceback ...\n  "x-api-key": "{api_key}"')
     callback.refresh_from_db()
     assert callback.error == "ConnectionError: redis://***@127.0.0.1:6379/0 down (sent [redacted])"
     assert callback.traceback == 'Traceback ...\n  "x-api-key": "[redacted]"'

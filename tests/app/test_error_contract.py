@@ -40,6 +40,7 @@ from django_paycollect.exceptions import (
     describe_error,
 )
 from django_paycollect.models import ApiCall, Community, RecurringSeries, Refund, Transaction
+from django_paycollect.services.calls import contract_error, current_task_id, sent_by_task
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 #: The contract's kinds, as callers catch them.
@@ -110,7 +111,7 @@ CALL = CallInfo("get_transaction", "GET", "/x/", None, 1, 0.1, 503)
 )
 def test_every_client_error_has_one_place_in_the_contract(error, expected, code):
     row = object()
-    mapped = services.contract_error(error, record=row)
+    mapped = contract_error(error, record=row)
     assert type(mapped) is expected
     # A misconfiguration is the site's fault: a caller catching the contract must not hide it.
     assert isinstance(mapped, ServiceLayerError) is (expected is not PayCollectConfigurationError)
@@ -128,13 +129,13 @@ def test_every_client_error_has_one_place_in_the_contract(error, expected, code)
 
 
 def test_a_refusal_keeps_the_services_field_messages_and_a_429_its_wait():
-    refused = services.contract_error(ValidationError("bad", field_errors={"amount": ["too big"]}, call=CALL))
+    refused = contract_error(ValidationError("bad", field_errors={"amount": ["too big"]}, call=CALL))
     assert isinstance(refused, PaymentRefused)
     assert refused.message_dict == {"amount": ["too big"]}
-    unnamed = services.contract_error(ValidationError("bad", call=CALL))
+    unnamed = contract_error(ValidationError("bad", call=CALL))
     assert isinstance(unnamed, PaymentRefused)
     assert list(unnamed.message_dict) == ["__all__"]
-    waiting = services.contract_error(RateLimitError("slow down", retry_after=7.0, call=CALL))
+    waiting = contract_error(RateLimitError("slow down", retry_after=7.0, call=CALL))
     assert isinstance(waiting, ServiceUnavailable)
     assert waiting.retry_after == 7.0
 
@@ -142,7 +143,7 @@ def test_a_refusal_keeps_the_services_field_messages_and_a_429_its_wait():
 def test_describe_error_names_the_clients_error_behind_a_contract_error():
     cause = ServerError("failed", http_status=503, call=CALL)
     with pytest.raises(ServiceUnavailable) as caught:
-        raise services.contract_error(cause) from cause
+        raise contract_error(cause) from cause
     assert describe_error(caught.value) == "ServerError: failed (HTTP 503)"
     refused = PaymentRefused({"amount": ["At most 10.00 EGP."]})
     assert describe_error(refused) == "PaymentRefused: At most 10.00 EGP."
@@ -171,7 +172,7 @@ def test_a_refund_never_sent_is_unavailable_and_leaves_a_failed_refund(
     assert failed.state == Refund.FAILED
     call = ApiCall.objects.get(operation="refund")
     assert call.sent is False  # it never left this machine
-    assert services.sent_by_task("") is None
+    assert sent_by_task("") is None
     paid_transaction.refresh_from_db()
     assert paid_transaction.refundable_amount == Decimal("100.00")  # a failed refund holds nothing
     assert paycollect_live.control.journal("refund") == []
@@ -217,17 +218,17 @@ def test_a_stored_key_that_cannot_be_decrypted_is_a_configuration_error(settings
 def test_only_a_call_that_may_have_taken_effect_stops_a_redelivered_task(paycollect_live, paid_transaction):
     # Refunded at the service directly: our books do not know, so the service refuses the next one.
     paycollect_live.client.refund(transaction_uuid=paid_transaction.uuid, refund_amount=Decimal("95.00"))
-    token = services.current_task_id.set("t-contract")
+    token = current_task_id.set("t-contract")
     try:
         with pytest.raises(PaymentRefused):
             services.refund(paid_transaction, Decimal("50.00"))
-        assert services.sent_by_task("t-contract") is None  # refused: it did nothing there
+        assert sent_by_task("t-contract") is None  # refused: it did nothing there
         done = services.refund(paid_transaction, Decimal("5.00"))
     finally:
-        services.current_task_id.reset(token)
+        current_task_id.reset(token)
     assert done.state == Refund.SUCCEEDED
-    assert services.sent_by_task("t-contract") == ApiCall.objects.get(refund=done)
-    assert services.sent_by_task("another-task") is None
+    assert sent_by_task("t-contract") == ApiCall.objects.get(refund=done)
+    assert sent_by_task("another-task") is None
 
 
 # --- a broken answer ------------------------------------------------------------------------------

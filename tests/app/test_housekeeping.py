@@ -18,9 +18,11 @@ from django.core.checks import run_checks
 from django.core.management import call_command
 from django.utils import timezone
 
-from django_paycollect import reconciliation, reporting, services, tasks
+from django_paycollect import reconciliation, reporting, tasks
 from django_paycollect.models import HousekeepingRun
+from django_paycollect.reporting.health import LATE_AFTER_INTERVALS
 from django_paycollect.schedules import BEAT_SCHEDULE, beat_interval
+from django_paycollect.services.housekeeping import record_run
 from tests.support.admin import staff
 
 pytestmark = pytest.mark.django_db
@@ -116,7 +118,7 @@ def test_the_migration_watches_both_jobs_from_the_upgrade():
 
 
 def test_late_after_three_intervals_without_a_run():
-    assert reporting.LATE_AFTER_INTERVALS == 3
+    assert LATE_AFTER_INTERVALS == 3
     ran(SWEEP, minutes(2.9))  # the sweep runs every minute (BEAT_SCHEDULE)
     ran(RECONCILIATION, minutes(46))  # every 15 minutes
     assert late() == {SWEEP: False, RECONCILIATION: True}
@@ -235,8 +237,8 @@ def test_the_report_says_so_in_text_and_json():
 
 def test_record_run_is_the_one_writer(django_assert_num_queries):
     with django_assert_num_queries(1):
-        services.record_run(SWEEP)
+        record_run(SWEEP)
     with django_assert_num_queries(1):
-        services.record_run(SWEEP)
+        record_run(SWEEP)
     assert HousekeepingRun.objects.count() == 1
     assert "record_run" in (reconciliation.reconcile.__doc__ or "")

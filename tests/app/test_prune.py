@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from django_paycollect import reconciliation
 from django_paycollect.models import ApiCall, ReceivedCallback
+from django_paycollect.reconciliation.pruning import BATCH_SIZE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -52,7 +53,7 @@ def test_batches_are_of_ten_thousand_rows_by_default():
     make_calls(10_001, OLD)
     result = reconciliation.prune(dt.timedelta(days=90))
     assert (result.api_calls, result.batches) == (10_001, 2)
-    assert reconciliation.BATCH_SIZE == 10_000
+    assert BATCH_SIZE == 10_000
 
 
 def test_an_exact_multiple_of_the_batch_size_needs_no_empty_delete():

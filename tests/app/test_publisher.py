@@ -1,6 +1,6 @@
-"""The web process's callback publisher (``tasks.publisher``): the request hands a committed callback on and
-returns; a thread publishes what waits, together, at most once per linger; a full buffer, a failed publish,
-a fork and the process's exit each lose nothing. Then the task that verifies a batch
+"""The web process's callback publisher (``tasks.callbacks.publisher``): the request hands a committed
+callback on and returns; a thread publishes what waits, together, at most once per linger; a full buffer,
+a failed publish, a fork and the process's exit each lose nothing. Then the task that verifies a batch
 (``paycollect.process_callbacks``) and what the callback view hands it (``tasks.hand_on``)."""
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ from celery.exceptions import Retry
 from django.db import OperationalError
 from django.utils import timezone
 
-from django_paycollect import services, tasks
+from django_paycollect import tasks
 from django_paycollect.models import ReceivedCallback
 from django_paycollect.services import callback_ledger
+from django_paycollect.services.callback_ledger import Verification, store_callback
+from django_paycollect.tasks import callbacks as callback_tasks
 from django_paycollect.tasks import outbox
 from django_paycollect.tasks.outbox import MAX_IDS_PER_MESSAGE, Publisher
 from tests.example_project import ROOT
@@ -284,7 +286,7 @@ def test_eager_celery_verifies_in_the_request_as_before(client):
 def test_with_a_broker_the_request_only_hands_the_callback_to_the_publisher(client, not_eager):
     with (
         mock.patch.object(tasks.process_callbacks, "apply_async") as publish,
-        mock.patch.object(tasks.publisher, "submit", return_value=True) as submit,
+        mock.patch.object(callback_tasks.publisher, "submit", return_value=True) as submit,
     ):
         assert post(client, body_for()).status_code == 200
     submit.assert_called_once_with(CB.objects.get().pk)
@@ -299,7 +301,7 @@ def test_a_callback_the_buffer_cannot_take_is_published_in_its_request(
 ):
     if why == "buffer off":
         settings.PAYCOLLECT = {**settings.PAYCOLLECT, "CALLBACK_PUBLISH_BUFFER": 0}
-    full = mock.patch.object(tasks.publisher, "submit", return_value=False)
+    full = mock.patch.object(callback_tasks.publisher, "submit", return_value=False)
     with mock.patch.object(tasks.process_callbacks, "apply_async") as publish, full as submit:
         assert post(client, body_for()).status_code == 200
     publish.assert_called_once_with(([CB.objects.get().pk],))
@@ -347,7 +349,7 @@ def test_under_uwsgi_without_threads_callbacks_are_published_in_their_request(
     under_uwsgi(options)
     with (
         mock.patch.object(tasks.process_callbacks, "apply_async") as publish,
-        mock.patch.object(tasks.publisher, "submit", return_value=True) as submit,
+        mock.patch.object(callback_tasks.publisher, "submit", return_value=True) as submit,
     ):
         for uuid in ("3f1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f60", "7d1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f61"):
             assert post(client, body_for(uuid)).status_code == 200
@@ -366,7 +368,7 @@ def test_under_uwsgi_without_threads_callbacks_are_published_in_their_request(
 
 @committed
 def test_a_broken_publisher_never_turns_the_answer_into_an_error(client, not_eager, caplog):
-    broken = mock.patch.object(tasks.publisher, "submit", side_effect=RuntimeError("broken"))
+    broken = mock.patch.object(callback_tasks.publisher, "submit", side_effect=RuntimeError("broken"))
     with broken, mock.patch.object(tasks.process_callbacks, "apply_async") as publish:
         assert post(client, body_for()).status_code == 200
     publish.assert_called_once_with(([CB.objects.get().pk],))
@@ -387,13 +389,13 @@ def test_a_publish_that_fails_leaves_the_callbacks_received_for_the_sweep(client
         for uuid in ("3f1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f60", "7d1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f61"):
             assert post(client, body_for(uuid)).status_code == 200
         stored.set()
-        assert tasks.publisher.flush(timeout=10)
+        assert callback_tasks.publisher.flush(timeout=10)
     assert set(CB.objects.values_list("state", flat=True)) == {CB.RECEIVED}
     for error in CB.objects.values_list("error", flat=True):
         assert "could not be queued for verification" in error
         assert "(ConnectionRefusedError: broker down); the sweep queues it again" in error
     with mock.patch.object(tasks.process_callbacks, "apply_async") as publish:
-        requeued = tasks.sweep().requeued
+        requeued = callback_tasks.sweep().requeued
     assert sorted(requeued) == sorted(CB.objects.values_list("pk", flat=True))
     publish.assert_called_once_with((requeued,))
 
@@ -403,15 +405,17 @@ def test_a_callback_stored_and_never_published_is_found_by_the_sweep(client, not
     """The process died between the commit and the publish: the row stays queued, and once overdue by
     CALLBACK_REQUEUE_AFTER the sweep queues it again."""
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "CALLBACK_REQUEUE_AFTER": 60}
-    with mock.patch.object(tasks.publisher, "submit", return_value=True):  # taken, then lost with the process
+    with mock.patch.object(
+        callback_tasks.publisher, "submit", return_value=True
+    ):  # taken, then lost with the process
         assert post(client, body_for()).status_code == 200
     callback = CB.objects.get()
     assert callback.state == CB.QUEUED
     with mock.patch.object(tasks.process_callbacks, "apply_async") as publish:
-        assert tasks.sweep().requeued == []  # its worker may still be on it
+        assert callback_tasks.sweep().requeued == []  # its worker may still be on it
         later = timezone.now() + dt.timedelta(seconds=61)
         with mock.patch.object(callback_ledger.timezone, "now", return_value=later):
-            assert tasks.sweep().requeued == [callback.pk]
+            assert callback_tasks.sweep().requeued == [callback.pk]
     publish.assert_called_once_with(([callback.pk],))
 
 
@@ -445,10 +449,7 @@ def test_a_batch_is_verified_callback_by_callback(paycollect_live, pay, signal_l
     txns = [pay(f"{10 + n}.00") for n in range(3)]
     for txn in txns:
         paycollect_live.control.complete(txn.uuid, "SUCCESSFUL")
-    ids = [
-        services.store_callback(transaction_uuid=txn.uuid, claimed_status="SUCCESSFUL").callback_id
-        for txn in txns
-    ]
+    ids = [store_callback(transaction_uuid=txn.uuid, claimed_status="SUCCESSFUL").callback_id for txn in txns]
     assert tasks.process_callbacks.apply(args=[ids]).get() == {CB.PROCESSED: 3}
     assert set(CB.objects.values_list("state", flat=True)) == {CB.PROCESSED}
     assert signal_log.count("payment_succeeded") == 3
@@ -457,9 +458,9 @@ def test_a_batch_is_verified_callback_by_callback(paycollect_live, pay, signal_l
 @pytest.mark.django_db
 def test_a_large_batch_is_shared_out_among_the_workers():
     ids = queued(tasks.callbacks.CALLBACKS_PER_TASK * 2 + 5)
-    done = services.Verification(CB.PROCESSED)
+    done = Verification(CB.PROCESSED)
     with ExitStack() as stack:
-        verify = stack.enter_context(mock.patch.object(services, "run_verification", return_value=done))
+        verify = stack.enter_context(mock.patch.object(callback_tasks, "run_verification", return_value=done))
         sent = stack.enter_context(mock.patch.object(tasks.process_callbacks, "apply_async"))
         assert run_in_worker(stack, tasks.process_callbacks, ids) == {CB.PROCESSED: 10}
     assert [c.args[0] for c in verify.call_args_list] == ids[:10]
@@ -471,7 +472,7 @@ def test_a_batch_that_cannot_be_shared_out_leaves_the_rest_received(caplog):
     ids = queued(tasks.callbacks.CALLBACKS_PER_TASK + 3)
     with ExitStack() as stack:
         stack.enter_context(
-            mock.patch.object(services, "run_verification", return_value=services.Verification(CB.PROCESSED))
+            mock.patch.object(callback_tasks, "run_verification", return_value=Verification(CB.PROCESSED))
         )
         stack.enter_context(
             mock.patch.object(
@@ -486,13 +487,13 @@ def test_a_batch_that_cannot_be_shared_out_leaves_the_rest_received(caplog):
 def test_a_callback_that_must_wait_goes_on_alone_and_the_batch_does_not_wait():
     ids = queued(3)
     results = {
-        ids[0]: services.Verification(CB.PROCESSED),
-        ids[1]: services.Verification(CB.QUEUED, retry_in=4.5),  # deferred: fetched moments ago
-        ids[2]: services.Verification(CB.FAILED),
+        ids[0]: Verification(CB.PROCESSED),
+        ids[1]: Verification(CB.QUEUED, retry_in=4.5),  # deferred: fetched moments ago
+        ids[2]: Verification(CB.FAILED),
     }
     with ExitStack() as stack:
         stack.enter_context(
-            mock.patch.object(services, "run_verification", side_effect=lambda pk, **kw: results[pk])
+            mock.patch.object(callback_tasks, "run_verification", side_effect=lambda pk, **kw: results[pk])
         )
         later = stack.enter_context(mock.patch.object(tasks.process_callbacks, "apply_async"))
         states = run_in_worker(stack, tasks.process_callbacks, ids)
@@ -506,14 +507,14 @@ def test_a_database_down_mid_batch_retries_the_callbacks_not_verified_yet():
     down = OperationalError("server closed the connection unexpectedly")
     seen: list[int] = []
 
-    def verify(pk: int, **kwargs: Any) -> services.Verification:
+    def verify(pk: int, **kwargs: Any) -> Verification:
         seen.append(pk)
         if pk == ids[2]:
             raise down
-        return services.Verification(CB.PROCESSED)
+        return Verification(CB.PROCESSED)
 
     with ExitStack() as stack:
-        stack.enter_context(mock.patch.object(services, "run_verification", side_effect=verify))
+        stack.enter_context(mock.patch.object(callback_tasks, "run_verification", side_effect=verify))
         retry = stack.enter_context(
             mock.patch.object(tasks.process_callbacks, "retry", side_effect=Retry("retry", down))
         )
@@ -522,7 +523,7 @@ def test_a_database_down_mid_batch_retries_the_callbacks_not_verified_yet():
     assert seen == ids[:3]
     assert retry.call_args.kwargs["args"] == [ids[2:]]
     assert retry.call_args.kwargs["kwargs"] == {}
-    assert retry.call_args.kwargs["countdown"] == tasks.CALLBACK_DATABASE_RETRY_DELAYS[0]
+    assert retry.call_args.kwargs["countdown"] == callback_tasks.CALLBACK_DATABASE_RETRY_DELAYS[0]
     assert set(CB.objects.filter(pk__in=ids[2:]).values_list("state", flat=True)) == {CB.QUEUED}
 
 
@@ -531,7 +532,7 @@ def test_a_persons_verify_again_is_published_in_the_request_and_forced(not_eager
     (pk,) = queued(1)
     with (
         mock.patch.object(tasks.process_callbacks, "apply_async") as publish,
-        mock.patch.object(tasks.publisher, "submit", return_value=True) as submit,
+        mock.patch.object(callback_tasks.publisher, "submit", return_value=True) as submit,
     ):
         tasks.hand_on(pk, force=True)
     publish.assert_called_once_with(([pk], True))
@@ -542,12 +543,12 @@ def test_a_persons_verify_again_is_published_in_the_request_and_forced(not_eager
 def test_a_forced_batch_is_verified_forced_and_a_callback_that_waits_stays_forced():
     ids = queued(2)
     results = {
-        ids[0]: services.Verification(CB.PROCESSED),
-        ids[1]: services.Verification(CB.QUEUED, retry_in=30),
+        ids[0]: Verification(CB.PROCESSED),
+        ids[1]: Verification(CB.QUEUED, retry_in=30),
     }
     with ExitStack() as stack:
         verify = stack.enter_context(
-            mock.patch.object(services, "run_verification", side_effect=lambda pk, **kw: results[pk])
+            mock.patch.object(callback_tasks, "run_verification", side_effect=lambda pk, **kw: results[pk])
         )
         later = stack.enter_context(mock.patch.object(tasks.process_callbacks, "apply_async"))
         run_in_worker(stack, tasks.process_callbacks, ids, True)

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from django.db import DatabaseError, connection
 
-from django_paycollect import services
 from django_paycollect.models import FetchMark, ReceivedCallback, Transaction
+from django_paycollect.services.callback_ledger import run_verification, store_callback
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -131,18 +131,18 @@ def test_a_flood_of_redeliveries_and_held_fetch_claims_raises_no_database_error_
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "CALLBACK_FETCH_INTERVAL": 600}
     txn = pay("100.00")
     sb.control.complete(txn.uuid, "SUCCESSFUL")
-    original = services.store_callback(transaction_uuid=txn.uuid, claimed_status="SUCCESSFUL").callback_id
-    assert services.run_verification(original).state == CB.PROCESSED  # the fetch: the right is taken now
+    original = store_callback(transaction_uuid=txn.uuid, claimed_status="SUCCESSFUL").callback_id
+    assert run_verification(original).state == CB.PROCESSED  # the fetch: the right is taken now
     flood = Flood()
 
     def work(n: int) -> None:
         for i in range(ROUNDS):
             # A redelivery of the verified callback: a duplicate of it, and nothing to verify.
-            stored = services.store_callback(transaction_uuid=txn.uuid, claimed_status="SUCCESSFUL")
+            stored = store_callback(transaction_uuid=txn.uuid, claimed_status="SUCCESSFUL")
             assert stored.to_verify is None
             # A callback claiming another status: news, whose verification finds the right to fetch taken.
-            news = services.store_callback(transaction_uuid=txn.uuid, claimed_status=f"CLAIM-{n}-{i}")
-            assert services.run_verification(news.callback_id).retry_in is not None
+            news = store_callback(transaction_uuid=txn.uuid, claimed_status=f"CLAIM-{n}-{i}")
+            assert run_verification(news.callback_id).retry_in is not None
 
     flood.run(work)
 

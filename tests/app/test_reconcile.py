@@ -24,6 +24,7 @@ from django_paycollect.models import (
     Transaction,
     TransactionStatusChange,
 )
+from django_paycollect.reconciliation.steps import concurrency
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -418,7 +419,7 @@ def test_a_sync_reads_the_community_once_per_run_and_writes_only_what_changed(pa
     assert summary.fetched == 3
 
     sqls = [q["sql"] for q in captured.captured_queries]
-    if reconciliation.concurrency() == 1:  # threads' statements are not captured here
+    if concurrency() == 1:  # threads' statements are not captured here
         assert len([sql for sql in sqls if 'FROM "paycollect_community"' in sql]) == 1
         updates = [sql for sql in sqls if sql.startswith('UPDATE "paycollect_transaction"')]
         assert len(updates) == 3

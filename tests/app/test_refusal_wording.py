@@ -19,6 +19,7 @@ from django_paycollect.exceptions import (
     describe_error,
 )
 from django_paycollect.models import ApiCall, RecurringSeries, Refund, Transaction
+from django_paycollect.services.config import community_config
 
 live = pytest.mark.django_db(transaction=True)
 
@@ -105,7 +106,7 @@ def test_refusals_of_the_state_read_in_arabic_and_their_records_in_english(payco
 @pytest.mark.django_db
 def test_a_configuration_error_and_a_service_out_of_reach_read_in_arabic(settings):
     with pytest.raises(PayCollectConfigurationError) as caught:
-        services.community_config("c-nowhere")
+        community_config("c-nowhere")
     with translation.override("ar"):
         assert caught.value.messages == [
             "المجتمع c-nowhere ليس له سجل Community بمفتاح للواجهة البرمجية، "
@@ -116,7 +117,7 @@ def test_a_configuration_error_and_a_service_out_of_reach_read_in_arabic(setting
         )
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "API_KEY": ""}
     with pytest.raises(PayCollectConfigurationError) as caught:
-        services.community_config()
+        community_config()
     with translation.override("ar"):
         assert caught.value.messages == ["الإعداد settings.PAYCOLLECT['API_KEY'] مطلوب"]
     assert str(caught.value) == "settings.PAYCOLLECT['API_KEY'] is required"

@@ -21,6 +21,8 @@ from django_paycollect.models import (
     Transaction,
     TransactionStatusChange,
 )
+from django_paycollect.services.callback_ledger import verify_callback
+from django_paycollect.services.status import apply_status
 from tests.conftest import BILLING, complete
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -198,8 +200,8 @@ def test_sync_applies_the_fetched_status_and_signals_once(paycollect_live, pay, 
 def test_status_only_moves_forward(paid_transaction, signal_log):
     with db_transaction.atomic():
         txn = Transaction.objects.select_for_update().get(pk=paid_transaction.pk)
-        assert not services.apply_status(txn, "PENDING", source="test")
-        assert not services.apply_status(txn, "FAILED", source="test")
+        assert not apply_status(txn, "PENDING", source="test")
+        assert not apply_status(txn, "FAILED", source="test")
         txn.save()
     txn.refresh_from_db()
     assert txn.status == Transaction.SUCCESSFUL
@@ -210,7 +212,7 @@ def test_a_late_success_after_a_failure_is_recorded(paycollect_live, pay, signal
     txn = complete(paycollect_live, pay("100.00"), "FAILED")
     with db_transaction.atomic():
         txn = Transaction.objects.select_for_update().get(pk=txn.pk)
-        assert services.apply_status(txn, "SUCCESSFUL", source="test")
+        assert apply_status(txn, "SUCCESSFUL", source="test")
         txn.save()
     assert signal_log.names()[-2:] == ["transaction_status_changed", "payment_succeeded"]
     assert signal_log.count("payment_failed") == 1
@@ -219,7 +221,7 @@ def test_a_late_success_after_a_failure_is_recorded(paycollect_live, pay, signal
 def test_unknown_status_is_kept_and_flagged_never_applied(paid_transaction):
     with db_transaction.atomic():
         txn = Transaction.objects.select_for_update().get(pk=paid_transaction.pk)
-        assert not services.apply_status(txn, "PARTIALLY_REFUNDED", source="test")
+        assert not apply_status(txn, "PARTIALLY_REFUNDED", source="test")
         txn.save()
     txn.refresh_from_db()
     assert txn.status == Transaction.SUCCESSFUL
@@ -276,7 +278,7 @@ def _verification_queries(sb) -> int:
         state=ReceivedCallback.QUEUED, transaction_uuid=uuid, claimed_status="SUCCESSFUL", body="{}"
     )
     with CaptureQueriesContext(connection) as captured:
-        verified = services.verify_callback(callback.pk)
+        verified = verify_callback(callback.pk)
     assert verified.state == ReceivedCallback.PROCESSED
     assert verified.transaction.status == Transaction.SUCCESSFUL
     control = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")

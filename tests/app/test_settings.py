@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from django.db import connection, transaction
 
-from django_paycollect import reconciliation, services
+from django_paycollect import services
 from django_paycollect.conf import DEFAULTS
 from django_paycollect.exceptions import PayCollectConfigurationError
 from django_paycollect.models import ApiCall, Transaction
+from django_paycollect.reconciliation.steps import concurrency
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
 
@@ -85,15 +86,15 @@ def test_basic_credentials_are_what_dashboard_statistics_is_asked_with(paycollec
 def test_reconcile_concurrency_is_how_many_fetches_run_at_once(settings):
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "RECONCILE_CONCURRENCY": 3}
     assert connection.vendor == "postgresql"
-    assert reconciliation.concurrency() == 3
+    assert concurrency() == 3
     settings.PAYCOLLECT = {
         **settings.PAYCOLLECT,
         "RECONCILE_CONCURRENCY": 1,
     }  # a database short of connections
-    assert reconciliation.concurrency() == 1
+    assert concurrency() == 1
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "RECONCILE_CONCURRENCY": 3}
     with transaction.atomic():  # other threads would not see this transaction's rows
-        assert reconciliation.concurrency(Transaction) == 1
+        assert concurrency(Transaction) == 1
 
 
 @pytest.mark.django_db
@@ -101,4 +102,4 @@ def test_reconcile_concurrency_is_one_on_sqlite_whatever_it_says(settings):
     if connection.vendor != "sqlite":
         pytest.skip("SQLite's one writer at a time")
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "RECONCILE_CONCURRENCY": 8}
-    assert reconciliation.concurrency() == 1
+    assert concurrency() == 1

@@ -26,11 +26,13 @@ from django.db import OperationalError
 from django.test import override_settings
 from django.utils import timezone
 
-from django_paycollect import services, tasks
+from django_paycollect import tasks
 from django_paycollect.models import ReceivedCallback, Transaction
 from django_paycollect.sandbox.envelope import dumps
 from django_paycollect.schedules import BEAT_SCHEDULE
 from django_paycollect.services import callback_ledger
+from django_paycollect.services.callback_ledger import stuck_filter
+from django_paycollect.tasks import callbacks as callback_tasks
 from tests.conftest import CALLBACK_TOKEN
 from tests.servers import free_port
 
@@ -111,7 +113,7 @@ def test_without_a_celery_app_a_callback_says_why_it_waits_and_the_sweep_verifie
     with no_celery_app():
         assert post(client, txn.uuid).status_code == 200  # stored: the sender need not send it again
         # Handed to the publisher's thread (the fallback app is not eager), which finds no broker.
-        assert tasks.publisher.flush(timeout=30)
+        assert callback_tasks.publisher.flush(timeout=30)
     callback = CB.objects.get()
     assert callback.state == CB.RECEIVED
     assert callback.attempts == 0
@@ -150,18 +152,18 @@ def test_a_callback_whose_queueing_failed_is_verified_by_the_next_sweep(
         tasks.process_callbacks, "apply_async", side_effect=ConnectionRefusedError("still down")
     ):
         # A sweep while the broker is still down leaves it received, with the new reason.
-        assert tasks.sweep().requeued == [callback.pk]
+        assert callback_tasks.sweep().requeued == [callback.pk]
     callback.refresh_from_db()
     assert callback.state == CB.RECEIVED
     assert "ConnectionRefusedError: still down" in callback.error
 
-    result = tasks.sweep()
+    result = callback_tasks.sweep()
     assert result.requeued == [callback.pk]
     callback.refresh_from_db()
     assert callback.state == CB.PROCESSED
     assert callback.error == ""
     assert signal_log.count("payment_succeeded") == 1
-    assert tasks.sweep().requeued == []
+    assert callback_tasks.sweep().requeued == []
 
 
 def stored(state: str, due_ago: dt.timedelta | None, **fields: Any) -> ReceivedCallback:
@@ -194,13 +196,11 @@ def test_the_sweep_queues_again_exactly_the_stuck_callbacks(settings):
         stored(CB.DUPLICATE, hour),
         stored(CB.INVALID, hour),
     ]
-    assert set(CB.objects.filter(services.stuck_filter()).values_list("pk", flat=True)) == {
-        c.pk for c in stuck
-    }
+    assert set(CB.objects.filter(stuck_filter()).values_list("pk", flat=True)) == {c.pk for c in stuck}
     with mock.patch.object(tasks.process_callbacks, "apply_async") as publish:
-        first = tasks.sweep(limit=3)
-        second = tasks.sweep()
-        third = tasks.sweep()
+        first = callback_tasks.sweep(limit=3)
+        second = callback_tasks.sweep()
+        third = callback_tasks.sweep()
     oldest_first = [stuck[1].pk, stuck[2].pk, stuck[3].pk]  # due an hour ago, in the order they fell due
     assert first.requeued == oldest_first
     assert second.requeued == [stuck[0].pk]
@@ -220,7 +220,7 @@ def test_the_sweep_publishes_its_callbacks_together_and_stops_at_the_first_refus
     ids = [c.pk for c in stuck]
     per_message = tasks.callbacks.CALLBACKS_PER_TASK
     with mock.patch.object(tasks.process_callbacks, "apply_async") as publish:
-        assert tasks.sweep().requeued == ids
+        assert callback_tasks.sweep().requeued == ids
     assert [c.args[0][0] for c in publish.call_args_list] == [
         ids[:per_message],
         ids[per_message : 2 * per_message],
@@ -232,7 +232,7 @@ def test_the_sweep_publishes_its_callbacks_together_and_stops_at_the_first_refus
     CB.objects.update(state=CB.RECEIVED)
     refused = [None, ConnectionRefusedError("broker down")]
     with mock.patch.object(tasks.process_callbacks, "apply_async", side_effect=refused) as publish:
-        assert tasks.sweep().requeued == ids
+        assert callback_tasks.sweep().requeued == ids
     assert publish.call_count == 2
     assert (
         list(CB.objects.filter(state=CB.QUEUED).order_by("pk").values_list("pk", flat=True))
@@ -347,7 +347,7 @@ def test_a_database_error_is_retried_and_the_callback_left_waiting(where):
         stack.callback(tasks.process_callbacks.pop_request)
         with pytest.raises(Retry):
             tasks.process_callbacks.run([callback.pk])
-    assert retry.call_args.kwargs["countdown"] == tasks.CALLBACK_DATABASE_RETRY_DELAYS[0]
+    assert retry.call_args.kwargs["countdown"] == callback_tasks.CALLBACK_DATABASE_RETRY_DELAYS[0]
     callback.refresh_from_db()
     assert callback.state == CB.QUEUED
     assert callback.error == ""

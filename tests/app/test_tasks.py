@@ -34,6 +34,9 @@ from django_paycollect.models import (
     StatisticsSnapshot,
     Transaction,
 )
+from django_paycollect.schedules import BEAT_SCHEDULE
+from django_paycollect.services.config import get_client
+from django_paycollect.tasks.delivery import NOT_SENT_RETRY_DELAYS, READ_BACKOFF, READ_MAX_RETRIES, retry_read
 from tests.celery_app import app
 from tests.conftest import BILLING, complete
 
@@ -88,11 +91,11 @@ def test_every_task_is_registered_under_a_stable_name():
 
 
 def test_beat_schedule_names_registered_tasks_and_drops_stale_runs():
-    for entry in tasks.BEAT_SCHEDULE.values():
+    for entry in BEAT_SCHEDULE.values():
         assert entry["task"] in app.tasks
         assert entry["options"]["expires"] > 0
         json.dumps(entry.get("kwargs", {}))  # django-celery-beat stores them as JSON
-    reconcile = tasks.BEAT_SCHEDULE["paycollect-reconcile"]
+    reconcile = BEAT_SCHEDULE["paycollect-reconcile"]
     assert reconcile["options"]["expires"] < reconcile["schedule"].total_seconds()
 
 
@@ -166,7 +169,7 @@ def test_read_task_retries_through_the_broker_when_not_eager(paycollect_live, pa
     # The service layer's "not now", with the client's error behind it.
     assert isinstance(scheduled["exc"], ServiceUnavailable)
     assert type(scheduled["exc"].__cause__).__name__ == "ServerError"
-    assert tasks.READ_BACKOFF / 2 <= scheduled["countdown"] <= tasks.READ_BACKOFF
+    assert READ_BACKOFF / 2 <= scheduled["countdown"] <= READ_BACKOFF
     assert calls("get_transaction")[0].task_id == "t-worker"
 
 
@@ -181,7 +184,7 @@ def test_read_task_gives_up_after_its_retries(paycollect_live, pay):
         assert isinstance(caught.value.__cause__, ServerError)
     finally:
         paycollect_live.control.clear_faults()
-    assert len(calls("get_transaction")) == 1 + tasks.READ_MAX_RETRIES
+    assert len(calls("get_transaction")) == 1 + READ_MAX_RETRIES
 
 
 def test_a_misconfiguration_fails_a_task_at_once_loudly_and_a_refusal_quietly(
@@ -328,7 +331,7 @@ def _closed_port() -> int:
 
 def test_a_state_changing_call_never_sent_is_retried(paycollect_live, paid_transaction, monkeypatch):
     # The first attempt finds the service unreachable (connection refused: nothing sent); then it is back.
-    real = services.get_client
+    real = get_client
     down = PayCollectClient(f"http://127.0.0.1:{_closed_port()}", api_key="k", max_network_retries=0)
     clients = iter([down])
     monkeypatch.setattr(services.calls, "get_client", lambda *a, **kw: next(clients, None) or real(*a, **kw))
@@ -362,15 +365,15 @@ def test_a_call_never_sent_is_retried_through_the_broker_when_not_eager(
             task.run(transaction_id=paid_transaction.pk)
     finally:
         task.pop_request()
-    assert scheduled == [tasks.NOT_SENT_RETRY_DELAYS[0]]
+    assert scheduled == [NOT_SENT_RETRY_DELAYS[0]]
     # The last retry gives up: the service is still unavailable.
-    task.push_request(id="t-capture-down", is_eager=False, retries=len(tasks.NOT_SENT_RETRY_DELAYS))
+    task.push_request(id="t-capture-down", is_eager=False, retries=len(NOT_SENT_RETRY_DELAYS))
     try:
         with pytest.raises(ServiceUnavailable):
             task.run(transaction_id=paid_transaction.pk)
     finally:
         task.pop_request()
-    assert scheduled == [tasks.NOT_SENT_RETRY_DELAYS[0]]
+    assert scheduled == [NOT_SENT_RETRY_DELAYS[0]]
     assert paycollect_live.control.journal("capture") == []
 
 
@@ -383,21 +386,21 @@ def test_a_rate_limited_read_waits_as_long_as_the_service_asks(monkeypatch):
     task.push_request(id="t-429", is_eager=False, retries=0)
     try:
         with pytest.raises(ServiceUnavailable):
-            tasks._retry_read(task, ServiceUnavailable("slow down", retry_after=42.0))
+            retry_read(task, ServiceUnavailable("slow down", retry_after=42.0))
     finally:
         task.pop_request()
     assert scheduled == [42.0]
 
 
 def test_a_payment_never_sent_is_retried_and_one_never_answered_is_not(paycollect_live, monkeypatch):
-    real = services.get_client
+    real = get_client
     down = PayCollectClient(f"http://127.0.0.1:{_closed_port()}", api_key="k", max_network_retries=0)
     clients = iter([down, down, down, down])
     monkeypatch.setattr(services.calls, "get_client", lambda *a, **kw: next(clients, None) or real(*a, **kw))
     # Down for longer than the retries: unavailable in the end, nothing ever sent.
     with pytest.raises(ServiceUnavailable):
         run(tasks.start_payment, "t-pay-down", amount="10.00", billing_data=BILLING)
-    assert len(calls("pay")) == 1 + len(tasks.NOT_SENT_RETRY_DELAYS)
+    assert len(calls("pay")) == 1 + len(NOT_SENT_RETRY_DELAYS)
     assert paycollect_live.control.journal("pay") == []
     # Sent and unanswered: never again.
     paycollect_live.control.fault("pay", "drop_after")

@@ -39,12 +39,13 @@ from django.test import Client
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from django_paycollect import services, tasks
+from django_paycollect import tasks
 from django_paycollect.conf import DEFAULTS
 from django_paycollect.ids import looks_like_uuid
 from django_paycollect.intake import receive
 from django_paycollect.intake.parsing import CALLBACK_FIELDS
 from django_paycollect.models import ReceivedCallback
+from django_paycollect.services.callback_ledger import dedupe_key
 from tests.conftest import CALLBACK_TOKEN
 from tests.hypothesis_profiles import FULL, examples
 
@@ -198,7 +199,7 @@ def check(request: Request, response: Any, ledger: Ledger, delay: mock.MagicMock
         # A status that is missing or malformed is a hint set aside, never a refusal.
         assert row.claimed_status or "transaction_status" in row.hint_errors
         assert all(isinstance(m, str) for messages in row.hint_errors.values() for m in messages)
-        key = services.dedupe_key(row.transaction_uuid, row.claimed_status)
+        key = dedupe_key(row.transaction_uuid, row.claimed_status)
         if row.state == ReceivedCallback.QUEUED:
             assert row.dedupe_key == key
             assert delay.call_args == mock.call(([row.pk],))  # queued after the commit

@@ -29,9 +29,9 @@ from django.test import Client
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from django_paycollect import services
 from django_paycollect.ids import canonical_uuid
 from django_paycollect.models import ApiCall, ReceivedCallback, Transaction
+from django_paycollect.services.callback_ledger import dedupe_key
 from tests.hypothesis_profiles import FULL, examples
 
 from .support import fuzz_settings, production_recursion_limit, texts
@@ -79,7 +79,7 @@ def seeded(settings: Any, closed_base_url: str) -> dict[str, str]:
         transaction_uuid=HEARD_OF,
         claimed_status="SUCCESSFUL",
         merchant_id=COMMUNITY,
-        dedupe_key=services.dedupe_key(HEARD_OF, "SUCCESSFUL"),
+        dedupe_key=dedupe_key(HEARD_OF, "SUCCESSFUL"),
     )
     return statuses
 

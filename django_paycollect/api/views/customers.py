@@ -172,7 +172,7 @@ class PaymentListView(ContractView):
 
     @extend_schema(
         operation_id="start_payment",
-        request=serializers.StartPaymentSerializer,
+        request=serializers.StartPaymentRequestSerializer,
         responses=answers(
             {
                 200: OpenApiResponse(
@@ -226,7 +226,7 @@ class PaymentListView(ContractView):
         ],
     )
     def post(self, request: Request) -> Response:
-        data = self.validated(serializers.StartPaymentSerializer)
+        data = self.validated(serializers.StartPaymentRequestSerializer)
         payable = resolve(request, data["reference"])
         reference = payable.merchant_reference or data["reference"]
         if Transaction.objects.filter(merchant_reference=reference, status=Transaction.SUCCESSFUL).exists():

@@ -11,6 +11,8 @@ from django.utils import timezone
 
 from ... import services
 from ...models import HousekeepingRun, ReceivedCallback
+from ...services.callback_ledger import REPROCESSABLE_STATES, stuck_filter
+from ...services.housekeeping import record_run
 from ..arguments import age
 
 
@@ -49,7 +51,7 @@ class Command(BaseCommand):
         if options["stuck"] and not options["dry_run"]:
             # The sweep's equivalent (cron on a site without beat): recorded as a run of the sweep, so the
             # admin and the checks do not call it late.
-            services.record_run(HousekeepingRun.SWEEP)
+            record_run(HousekeepingRun.SWEEP)
         if options["ids"]:
             for missing in sorted(set(options["ids"]) - set(ids)):
                 state = ReceivedCallback.objects.filter(pk=missing).values_list("state", flat=True).first()
@@ -101,13 +103,11 @@ class Command(BaseCommand):
 
     def _selected(self, options: dict[str, Any]) -> QuerySet[ReceivedCallback]:
         if options["ids"]:
-            return ReceivedCallback.objects.filter(
-                pk__in=options["ids"], state__in=services.REPROCESSABLE_STATES
-            )
+            return ReceivedCallback.objects.filter(pk__in=options["ids"], state__in=REPROCESSABLE_STATES)
         if options["failed"]:
             return ReceivedCallback.objects.filter(state=ReceivedCallback.FAILED)
         if options["stuck"]:
-            return ReceivedCallback.objects.filter(services.stuck_filter())
+            return ReceivedCallback.objects.filter(stuck_filter())
         if options["older_than"] <= timedelta(0):
             # A callback just stored is being handed to its task right now: not for us to take.
             raise CommandError("--older-than must be more than zero without --stuck, --failed or --ids")

@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ... import reconciliation
+from ...reconciliation.pruning import BATCH_SIZE
 from ..arguments import positive_age
 
 
@@ -32,9 +33,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--batch-size",
             type=int,
-            default=reconciliation.BATCH_SIZE,
+            default=BATCH_SIZE,
             metavar="N",
-            help=f"rows per transaction (default {reconciliation.BATCH_SIZE})",
+            help=f"rows per transaction (default {BATCH_SIZE})",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:

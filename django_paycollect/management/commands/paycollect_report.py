@@ -13,6 +13,8 @@ from django.utils.translation import ngettext
 
 from ... import reporting
 from ...conf import paycollect_settings
+from ...reporting.figures import DEFAULT_PERIOD
+from ...reporting.report import duration_text
 from ..arguments import currency, days
 
 
@@ -31,8 +33,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--days",
             type=days,
-            default=reporting.DEFAULT_PERIOD,
-            help=f"the period: today and the days before it (default {reporting.DEFAULT_PERIOD})",
+            default=DEFAULT_PERIOD,
+            help=f"the period: today and the days before it (default {DEFAULT_PERIOD})",
         )
         parser.add_argument("--json", action="store_true", help="print JSON")
 
@@ -128,11 +130,11 @@ def lines(r: reporting.Report) -> list[str]:
                 [_("Stuck now"), str(r.callbacks.stuck)],
             ],
         ),
-        _("Oldest stuck callback: %(age)s") % {"age": reporting.duration_text(r.callbacks.oldest_stuck_age)},
+        _("Oldest stuck callback: %(age)s") % {"age": duration_text(r.callbacks.oldest_stuck_age)},
         _("Receipt to verification: %(percentiles)s")
         % {
             "percentiles": ", ".join(
-                f"p{p} {reporting.duration_text(value)}" for p, value in r.callbacks.verification_time.items()
+                f"p{p} {duration_text(value)}" for p, value in r.callbacks.verification_time.items()
             )
         },
         "",
@@ -157,10 +159,10 @@ def _housekeeping_lines(r: reporting.Report) -> list[str]:
             when = timezone.localtime(ran) if timezone.is_aware(ran) else ran
             last = _("%(when)s (%(age)s ago)") % {
                 "when": when.strftime("%Y-%m-%d %H:%M"),
-                "age": reporting.duration_text(job.idle_for),
+                "age": duration_text(job.idle_for),
             }
         state = _("LATE") if job.late else _("not run yet") if ran is None else _("on time")
-        rows.append([job.label, reporting.duration_text(job.interval), last, state])
+        rows.append([job.label, duration_text(job.interval), last, state])
     out = [
         _("Periodic jobs"),
         _table([_("Job"), _("Every"), _("Last ran"), _("State")], rows),
@@ -214,7 +216,7 @@ def _statistics_lines(r: reporting.Report) -> list[str]:
         _("Snapshot taken %(when)s (%(age)s before this report)")
         % {
             "when": taken.strftime("%Y-%m-%d %H:%M"),
-            "age": reporting.duration_text(r.period.end - snapshot.taken_at),
+            "age": duration_text(r.period.end - snapshot.taken_at),
         },
         _table([_("Figure"), _("The service"), _("Our ledger"), _("Difference")], rows),
     ]

@@ -22,7 +22,7 @@ from ..serializers import (
     PaySerializer,
     PrepareAmountSerializer,
     PromocodeSerializer,
-    RefundSerializer,
+    RefundBodySerializer,
     TransactionUuidSerializer,
     logo_content_type,
 )
@@ -190,7 +190,7 @@ def capture(call: Call) -> HttpResponse:
 # 5. Refund: 201 like capture.
 @operation("refund", ("POST",), AUTH_KEY)
 def refund(call: Call) -> HttpResponse:
-    data = validated(RefundSerializer, call.json())
+    data = validated(RefundBodySerializer, call.json())
     services.refund(call.community, data["transaction_uuid"], data["refund_amount"])
     return ok(201, {"message": gettext("Transaction refunded successfully.")})
 
