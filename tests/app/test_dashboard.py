@@ -10,7 +10,6 @@ UTC land on the Cairo day.
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import io
 import json
 import re
@@ -18,7 +17,6 @@ import uuid
 from decimal import Decimal
 
 import pytest
-from django.apps import apps
 from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 from django.db import connection
@@ -36,7 +34,6 @@ from django_paycollect.models import (
     Refund,
     StatisticsSnapshot,
     Transaction,
-    TransactionStatusChange,
 )
 from tests.support.admin import staff
 
@@ -720,27 +717,6 @@ def test_the_command_needs_a_community(db, settings):
 
 
 # --- when a payment succeeded --------------------------------------------------------------------------
-
-
-def test_existing_successful_payments_get_the_time_of_their_success(db):
-    migration = importlib.import_module("django_paycollect.migrations.0002_callback_hints_and_service_id")
-    changed = txn("10.00", created=at(1, 9), succeeded_at=None)
-    TransactionStatusChange.objects.create(
-        transaction=changed, from_status="PENDING", to_status="SUCCESSFUL", at=at(2, 9)
-    )
-    unchanged = txn("20.00", created=at(3, 9), succeeded_at=None)
-    failed = txn("30.00", Transaction.FAILED, created=at(3, 9))
-
-    class Editor:
-        connection = connection
-
-    migration.backfill_succeeded_at(apps, Editor())
-    changed.refresh_from_db()
-    unchanged.refresh_from_db()
-    failed.refresh_from_db()
-    assert changed.succeeded_at == at(2, 9)
-    assert unchanged.succeeded_at == at(3, 9)  # no status change recorded: its creation
-    assert failed.succeeded_at is None
 
 
 def test_a_payment_learned_successful_from_the_service_counts_that_day(paid_transaction, settings):

@@ -98,11 +98,11 @@ def test_the_commands_stuck_run_is_a_run_of_the_sweep_and_its_dry_run_is_not():
     assert HousekeepingRun.objects.get(job=SWEEP).last_run_at is not None
 
 
-def test_the_migration_watches_both_jobs_from_the_upgrade():
+def test_the_migration_watches_both_jobs_from_the_tables_creation():
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
 
-    release = ("paycollect", "0002_callback_hints_and_service_id")
+    release = ("paycollect", "0001_initial")
     state = MigrationExecutor(connection).loader.project_state(release)
     model = state.apps.get_model("paycollect", "HousekeepingRun")
     migration = MigrationExecutor(connection).loader.get_migration(*release)
