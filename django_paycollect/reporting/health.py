@@ -65,10 +65,7 @@ def callback_health(span: Period) -> CallbackHealth:
     states = {
         row["state"]: row["count"] for row in in_period.values("state").annotate(count=Count("*")).order_by()
     }
-    stuck = stuck_callbacks(span.end)
-    unverified = ReceivedCallback.objects.filter(
-        state__in=(ReceivedCallback.RECEIVED, ReceivedCallback.QUEUED)
-    ).aggregate(count=Count("*"), stuck=Count("pk", filter=stuck), oldest=Min("received_at", filter=stuck))
+    unverified = unverified_callbacks(span.end)
     verified = in_period.filter(state=ReceivedCallback.PROCESSED, processed_at__isnull=False)
     return CallbackHealth(
         received=sum(states.values()),
@@ -76,10 +73,33 @@ def callback_health(span: Period) -> CallbackHealth:
         failed=states.get(ReceivedCallback.FAILED, 0),
         duplicates=states.get(ReceivedCallback.DUPLICATE, 0),
         invalid=states.get(ReceivedCallback.INVALID, 0),
+        waiting=unverified.waiting,
+        stuck=unverified.stuck,
+        oldest_stuck_age=unverified.oldest_stuck_age,
+        verification_time=_percentiles(verified, states.get(ReceivedCallback.PROCESSED, 0)),
+    )
+
+
+@dataclass(frozen=True)
+class Unverified:
+    """Callbacks received or queued now, whenever they arrived: waiting for a worker, or stuck."""
+
+    waiting: int
+    stuck: int
+    oldest_stuck_age: dt.timedelta | None
+
+
+def unverified_callbacks(now: dt.datetime | None = None) -> Unverified:
+    """The callbacks not verified yet, stuck or not, and the oldest stuck one's age. One query."""
+    now = now or timezone.now()
+    stuck = stuck_callbacks(now)
+    unverified = ReceivedCallback.objects.filter(state__in=ReceivedCallback.WAITING_STATES).aggregate(
+        count=Count("*"), stuck=Count("pk", filter=stuck), oldest=Min("received_at", filter=stuck)
+    )
+    return Unverified(
         waiting=unverified["count"] - unverified["stuck"],
         stuck=unverified["stuck"],
-        oldest_stuck_age=(span.end - unverified["oldest"]) if unverified["oldest"] else None,
-        verification_time=_percentiles(verified, states.get(ReceivedCallback.PROCESSED, 0)),
+        oldest_stuck_age=(now - unverified["oldest"]) if unverified["oldest"] else None,
     )
 
 
@@ -124,36 +144,71 @@ class Attention:
     site_wide: bool = False
 
 
-def needs_a_person(community_id: str, now: dt.datetime | None = None) -> list[Attention]:
-    """Everything of the community (callbacks: of the site) waiting for a person. Seven queries."""
+#: The kinds of :func:`needs_a_person`, in its order: the keys of :func:`waiting_for_a_person`'s counts.
+ATTENTION_KINDS = (
+    "payments_unknown",
+    "refunds_unknown",
+    "refunds_stale",
+    "captures_unknown",
+    "cancellations_unknown",
+    "direct_orders_unknown",
+    "amount_mismatches",
+    "unrecognised_statuses",
+    "callbacks_failed",
+    "callbacks_stuck",
+    "open_too_long",
+)
+
+
+def waiting_for_a_person(community_id: str | None = None, now: dt.datetime | None = None) -> dict[str, int]:
+    """How many items of each kind (:data:`ATTENTION_KINDS`) wait for a person: of the community, or of
+    the whole site when ``community_id`` is None (callbacks are always the site's). ``open_too_long`` is
+    left out when ``RECONCILE_GIVE_UP_AFTER`` is None (nothing is given up on). The one reading of these
+    definitions, for the dashboard, the report and the metrics. Seven queries."""
     now = now or timezone.now()
+    scope = Q() if community_id is None else Q(community_id=community_id)
     flags = {
-        "payments": Q(outcome_unknown=True),
-        "captures": Q(capture_state=Transaction.CAPTURE_UNKNOWN),
-        "mismatches": Q(amount_mismatch=True),
-        "unrecognised": Q(status_unrecognised=True),
+        "payments_unknown": Q(outcome_unknown=True),
+        "captures_unknown": Q(capture_state=Transaction.CAPTURE_UNKNOWN),
+        "amount_mismatches": Q(amount_mismatch=True),
+        "unrecognised_statuses": Q(status_unrecognised=True),
     }
     any_flag = Q()
     for condition in flags.values():
         any_flag |= condition
-    transactions = Transaction.objects.filter(any_flag, community_id=community_id).aggregate(
+    counts: dict[str, int] = Transaction.objects.filter(any_flag, scope).aggregate(
         **{key: Count("pk", filter=condition) for key, condition in flags.items()}
     )
     stale = now - STALE_IN_FLIGHT
     refunds = Refund.objects.filter(
         Q(state=Refund.UNKNOWN) | Q(state=Refund.PENDING, created_at__lt=stale),
-        transaction__community_id=community_id,
+        Q() if community_id is None else Q(transaction__community_id=community_id),
     ).aggregate(
         unknown=Count("pk", filter=Q(state=Refund.UNKNOWN)),
         stale=Count("pk", filter=Q(state=Refund.PENDING)),
     )
-    unknown_series = RecurringSeries.objects.filter(
-        community_id=community_id, cancel_state=RecurringSeries.CANCEL_UNKNOWN
+    counts["refunds_unknown"] = refunds["unknown"]
+    counts["refunds_stale"] = refunds["stale"]
+    counts["cancellations_unknown"] = RecurringSeries.objects.filter(
+        scope, cancel_state=RecurringSeries.CANCEL_UNKNOWN
     ).count()
-    unknown_orders = DirectOrder.objects.filter(community_id=community_id, state=DirectOrder.UNKNOWN).count()
+    counts["direct_orders_unknown"] = DirectOrder.objects.filter(scope, state=DirectOrder.UNKNOWN).count()
     # Two counts rather than one with filters: each reads only the state index.
-    callbacks_failed = ReceivedCallback.objects.filter(state=ReceivedCallback.FAILED).count()
-    callbacks_stuck = ReceivedCallback.objects.filter(stuck_callbacks(now)).count()
+    counts["callbacks_failed"] = ReceivedCallback.objects.filter(state=ReceivedCallback.FAILED).count()
+    counts["callbacks_stuck"] = ReceivedCallback.objects.filter(stuck_callbacks(now)).count()
+    give_up = reconciliation.give_up_after()
+    if give_up is not None:
+        counts["open_too_long"] = Transaction.objects.filter(
+            reconciliation.open_at_the_service(), scope, created_at__lt=now - give_up
+        ).count()
+    return {kind: counts[kind] for kind in ATTENTION_KINDS if kind in counts}
+
+
+def needs_a_person(community_id: str, now: dt.datetime | None = None) -> list[Attention]:
+    """Everything of the community (callbacks: of the site) waiting for a person. Seven queries."""
+    now = now or timezone.now()
+    counts = waiting_for_a_person(community_id, now)
+    stale = now - STALE_IN_FLIGHT
     in_community = {"community_id__exact": community_id}
     give_up = reconciliation.give_up_after()
     open_too_long = []
@@ -164,9 +219,7 @@ def needs_a_person(community_id: str, now: dt.datetime | None = None) -> list[At
                 "open_too_long",
                 gettext("Payments open for over %(days)d days (no longer fetched)")
                 % {"days": give_up // dt.timedelta(days=1)},
-                Transaction.objects.filter(
-                    reconciliation.open_at_the_service(), community_id=community_id, created_at__lt=too_old
-                ).count(),
+                counts["open_too_long"],
                 "paycollect.transaction",
                 {
                     **in_community,
@@ -180,14 +233,14 @@ def needs_a_person(community_id: str, now: dt.datetime | None = None) -> list[At
         Attention(
             "payments_unknown",
             gettext("Payments of unknown outcome"),
-            transactions["payments"],
+            counts["payments_unknown"],
             "paycollect.transaction",
             {**in_community, "outcome_unknown__exact": "1"},
         ),
         Attention(
             "refunds_unknown",
             gettext("Refunds of unknown outcome"),
-            refunds["unknown"],
+            counts["refunds_unknown"],
             "paycollect.refund",
             {"community": community_id, "state__exact": Refund.UNKNOWN},
         ),
@@ -195,49 +248,49 @@ def needs_a_person(community_id: str, now: dt.datetime | None = None) -> list[At
             "refunds_stale",
             gettext("Refunds pending for over %(minutes)d minutes")
             % {"minutes": STALE_IN_FLIGHT // dt.timedelta(minutes=1)},
-            refunds["stale"],
+            counts["refunds_stale"],
             "paycollect.refund",
             {"community": community_id, "state__exact": Refund.PENDING, "created_at__lt": stale.isoformat()},
         ),
         Attention(
             "captures_unknown",
             gettext("Captures of unknown outcome"),
-            transactions["captures"],
+            counts["captures_unknown"],
             "paycollect.transaction",
             {**in_community, "capture_state__exact": Transaction.CAPTURE_UNKNOWN},
         ),
         Attention(
             "cancellations_unknown",
             gettext("Cancellations of unknown outcome"),
-            unknown_series,
+            counts["cancellations_unknown"],
             "paycollect.recurringseries",
             {**in_community, "cancel_state__exact": RecurringSeries.CANCEL_UNKNOWN},
         ),
         Attention(
             "direct_orders_unknown",
             gettext("Direct orders of unknown outcome"),
-            unknown_orders,
+            counts["direct_orders_unknown"],
             "paycollect.directorder",
             {**in_community, "state__exact": DirectOrder.UNKNOWN},
         ),
         Attention(
             "amount_mismatches",
             gettext("Amount mismatches"),
-            transactions["mismatches"],
+            counts["amount_mismatches"],
             "paycollect.transaction",
             {**in_community, "amount_mismatch__exact": "1"},
         ),
         Attention(
             "unrecognised_statuses",
             gettext("Unrecognised statuses"),
-            transactions["unrecognised"],
+            counts["unrecognised_statuses"],
             "paycollect.transaction",
             {**in_community, "status_unrecognised__exact": "1"},
         ),
         Attention(
             "callbacks_failed",
             gettext("Callbacks whose verification failed"),
-            callbacks_failed,
+            counts["callbacks_failed"],
             "paycollect.receivedcallback",
             {"state__exact": ReceivedCallback.FAILED},
             site_wide=True,
@@ -245,7 +298,7 @@ def needs_a_person(community_id: str, now: dt.datetime | None = None) -> list[At
         Attention(
             "callbacks_stuck",
             gettext("Stuck callbacks"),
-            callbacks_stuck,
+            counts["callbacks_stuck"],
             "paycollect.receivedcallback",
             {"waiting": "stuck"},  # the callback list's filter: the same definition
             site_wide=True,
