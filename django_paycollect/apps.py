@@ -10,3 +10,10 @@ class PayCollectConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the system checks)
+        from .conf import metrics_enabled
+
+        if metrics_enabled():
+            # Only then: prometheus-client is an optional extra. Registering reads no database.
+            from .reporting.metrics import install
+
+            install()

@@ -13,7 +13,7 @@ from django.db import DatabaseError
 
 from .amounts import MONEY_COLUMN_MAX
 from .client.money import MoneyError, parse_amount, to_piasters
-from .conf import COUNTS, DEFAULTS, SECONDS, TIMEOUTS, paycollect_settings, read_networks
+from .conf import COUNTS, DEFAULTS, SECONDS, TIMEOUTS, metrics_available, paycollect_settings, read_networks
 from .exceptions import PayCollectConfigurationError
 from .secrecy import stored_credentials
 
@@ -94,6 +94,49 @@ def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
         for key in (*SECONDS, *COUNTS, *TIMEOUTS)
         if (problem := paycollect_settings.problem(key)) is not None
     ]
+    messages += _check_metrics()
+    return messages
+
+
+def _check_metrics() -> list[CheckMessage]:
+    """A ``METRICS`` that is not None, True or False, or True without prometheus-client, would leave the
+    metrics off while the site believes them on: the alerts would see nothing, and say nothing."""
+    messages: list[CheckMessage] = []
+    value = paycollect_settings.METRICS
+    if not isinstance(value, (bool, type(None))):
+        messages.append(
+            Error(
+                f"PAYCOLLECT['METRICS'] is {value!r}: it must be None (on when prometheus-client is "
+                "installed), True or False.",
+                id="paycollect.E013",
+            )
+        )
+    elif value is True and not metrics_available():
+        messages.append(
+            Error(
+                "PAYCOLLECT['METRICS'] is True but prometheus-client is not installed: no metrics are "
+                "served.",
+                hint="pip install 'django-paycollect[metrics]', or set METRICS to None or False.",
+                id="paycollect.E014",
+            )
+        )
+    tokens = paycollect_settings.METRICS_TOKENS
+    if not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) and t for t in tokens):
+        # The value is never shown: it holds secrets.
+        messages.append(
+            Error(
+                "PAYCOLLECT['METRICS_TOKENS'] must be a list of non-empty strings.",
+                id="paycollect.E015",
+            )
+        )
+    elif any(len(token) < 20 for token in tokens):
+        messages.append(
+            Warning(
+                "A PAYCOLLECT['METRICS_TOKENS'] token is shorter than 20 characters and guessable.",
+                hint="Use secrets.token_urlsafe(32).",
+                id="paycollect.W008",
+            )
+        )
     return messages
 
 

@@ -89,6 +89,11 @@ DEFAULTS: dict[str, Any] = {
     "API_THROTTLE_RATES": {"paycollect_payments": "10/minute", "paycollect_quotes": "60/minute"},
     # Payments per page of the API's lists (?page_size= may ask for fewer, or up to 100).
     "API_PAGE_SIZE": 20,
+    # Prometheus metrics (reporting.metrics): None is on when prometheus-client is installed (the "metrics"
+    # extra); True or False to say so.
+    "METRICS": None,
+    # Bearer tokens the metrics view accepts, a list so they can be rotated; empty: it answers 401 to all.
+    "METRICS_TOKENS": [],
 }
 
 
@@ -223,3 +228,19 @@ class PayCollectSettings:
 REQUIRED = _("settings.PAYCOLLECT['%(name)s'] is required")
 
 paycollect_settings = PayCollectSettings()
+
+
+def metrics_available() -> bool:
+    """Whether prometheus-client (the ``metrics`` extra) can be imported."""
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def metrics_enabled() -> bool:
+    """Whether the app's Prometheus collector is on: ``METRICS`` True, or None (the default) with
+    prometheus-client installed. True without it is check ``paycollect.E014``, and stays off."""
+    value = paycollect_settings.METRICS
+    return (value is True or value is None) and metrics_available()
