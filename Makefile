@@ -40,7 +40,7 @@ HYPOTHESIS_PROFILE ?= default
 PYTEST = PAYCOLLECT_HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/python -m pytest
 
 .PHONY: install install-browser test test-suite test-matrix test-postgres test-worker test-browser lint format typecheck \
-	bench docs dist demo clean messages compile-messages
+	bench docs dist demo clean messages compile-messages test-alerts
 
 install: $(STAMP)
 
@@ -157,6 +157,14 @@ $(BROWSER_STAMP): $(STAMP)
 test-browser: $(BROWSER_STAMP)
 	@test -f docs/_build/html/quickstart.html || { echo "build the docs first: make docs"; exit 2; }
 	PAYCOLLECT_REQUIRE_BROWSER=1 $(PYTEST) tests/browser $(PYTEST_ARGS)
+
+# The Prometheus alerting rules shipped in the package: valid (promtool check rules) and firing when, and only
+# when, their unit tests say (promtool test rules). promtool is in Debian's prometheus package (CI installs it).
+ALERTS := django_paycollect/prometheus
+test-alerts:
+	@command -v promtool >/dev/null || { echo "promtool is missing: apt-get install --no-install-recommends prometheus"; exit 2; }
+	promtool check rules $(ALERTS)/alerts.yml
+	promtool test rules $(ALERTS)/alerts_test.yml
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

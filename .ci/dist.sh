@@ -31,6 +31,8 @@ from pathlib import Path
 catalogues = Path("django_paycollect").glob("**/locale/*/LC_MESSAGES/*.po")
 wanted = sorted(str(po.with_suffix(".mo")) for po in catalogues)
 assert wanted, "no catalogue found under django_paycollect/"
+# And the Prometheus alerting rules the docs tell sites to load from the installed package.
+wanted += ["django_paycollect/prometheus/alerts.yml", "django_paycollect/prometheus/alerts_test.yml"]
 (wheel,) = Path("dist").glob("*.whl")
 (sdist,) = Path("dist").glob("*.tar.gz")
 with zipfile.ZipFile(wheel) as archive:
@@ -45,7 +47,7 @@ missing = [
     if mo not in names
 ]
 if missing:
-    sys.exit("A compiled catalogue is missing (make compile-messages, and commit it):\n" + "\n".join(missing))
-print(f"both carry the compiled catalogues: {', '.join(wanted)}")
+    sys.exit("Missing from the build (make compile-messages; commit every file):\n" + "\n".join(missing))
+print(f"both carry the compiled catalogues and the alerting rules: {', '.join(wanted)}")
 PY
 ls -l dist

@@ -6,12 +6,15 @@ PostgreSQL."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 import sys
 import uuid
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from django.apps import apps
 from django.core.checks import run_checks
 from django.db import connection
@@ -37,6 +40,7 @@ pytestmark = pytest.mark.django_db
 
 urlpatterns = [path("metrics/", metrics_view)]
 TOKEN = "a-long-random-metrics-token-0123"
+RULES = Path(metrics.__file__).parents[1] / "prometheus" / "alerts.yml"
 
 
 def read(collector: PayCollectCollector | None = None) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
@@ -405,3 +409,21 @@ def test_the_view_is_not_found_when_metrics_are_off(client, settings):
 def test_the_view_answers_reads_only(client, with_token):
     answer = client.post("/metrics/", headers={"Authorization": f"Bearer {TOKEN}"})
     assert answer.status_code == 405
+
+
+# --- the alerting rules ------------------------------------------------------------------------------------
+
+
+def test_every_alert_reads_families_the_collector_exposes():
+    """The rules and the collector cannot drift apart: each series an alert names is one we serve."""
+    served = set(metrics._families())
+    suffixes = ("_bucket", "_gcount", "_gsum")
+    groups = yaml.safe_load(RULES.read_text())["groups"]
+    named = set()
+    for group in groups:
+        for rule in group["rules"]:
+            named |= set(re.findall(r"\bpaycollect_[a-z_]+", rule["expr"]))
+    assert named
+    for name in named:
+        family = next((name[: -len(s)] for s in suffixes if name.endswith(s)), name)
+        assert family in served, name
