@@ -19,7 +19,6 @@ from django.apps import apps
 from django.core.checks import run_checks
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from django.urls import path
 from django.utils import timezone
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -34,11 +33,10 @@ from django_paycollect.models import (
     Transaction,
 )
 from django_paycollect.reporting import metrics
-from django_paycollect.reporting.metrics import PayCollectCollector, install, metrics_view
+from django_paycollect.reporting.metrics import PayCollectCollector, install
 
 pytestmark = pytest.mark.django_db
 
-urlpatterns = [path("metrics/", metrics_view)]
 TOKEN = "a-long-random-metrics-token-0123"
 RULES = Path(metrics.__file__).parents[1] / "prometheus" / "alerts.yml"
 
@@ -363,7 +361,6 @@ def with_token(settings: Any) -> None:
     }
 
 
-@pytest.mark.urls(__name__)
 def test_the_view_serves_the_registry_to_a_bearer_of_a_token(client, with_token):
     answer = client.get("/metrics/", headers={"Authorization": f"Bearer {TOKEN}"})
     assert answer.status_code == 200
@@ -374,7 +371,6 @@ def test_the_view_serves_the_registry_to_a_bearer_of_a_token(client, with_token)
     assert "no-cache" in answer["Cache-Control"] or "max-age=0" in answer["Cache-Control"]
 
 
-@pytest.mark.urls(__name__)
 @pytest.mark.parametrize(
     "authorization",
     [None, "", f"Basic {TOKEN}", "Bearer ", "Bearer wrong-token-of-the-same-length-0", f"Bearer {TOKEN}x"],
@@ -388,24 +384,20 @@ def test_the_view_refuses_anyone_without_a_token_and_tells_no_secret(client, wit
     assert b"paycollect_" not in answer.content
 
 
-@pytest.mark.urls(__name__)
 def test_staff_without_a_token_are_refused_too(admin_client, with_token):
     assert admin_client.get("/metrics/").status_code == 401
 
 
-@pytest.mark.urls(__name__)
 def test_no_token_configured_refuses_everyone(client, settings):
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "METRICS_TOKENS": []}
     assert client.get("/metrics/", headers={"Authorization": "Bearer "}).status_code == 401
 
 
-@pytest.mark.urls(__name__)
 def test_the_view_is_not_found_when_metrics_are_off(client, settings):
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "METRICS": False, "METRICS_TOKENS": [TOKEN]}
     assert client.get("/metrics/", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 404
 
 
-@pytest.mark.urls(__name__)
 def test_the_view_answers_reads_only(client, with_token):
     answer = client.post("/metrics/", headers={"Authorization": f"Bearer {TOKEN}"})
     assert answer.status_code == 405
