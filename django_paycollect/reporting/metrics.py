@@ -63,7 +63,8 @@ RECENT_WINDOW = dt.timedelta(minutes=15)
 VERIFICATION_BUCKETS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0)
 API_CALL_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 #: The queries of one reading: callbacks by state, unverified, verification time, what needs a person
-#: (``health.waiting_for_a_person``: seven), calls of the service, the periodic jobs.
+#: (``health.waiting_for_a_person``: seven, six when ``RECONCILE_GIVE_UP_AFTER`` is None), calls of the
+#: service, the periodic jobs.
 QUERIES = 12
 
 
@@ -239,6 +240,8 @@ class PayCollectCollector(Collector):
         return list(_families().values())
 
     def collect(self) -> Iterable[Metric]:
+        if not metrics_enabled():  # turned off since it was registered: nothing, and no query
+            return []
         with self._lock:
             now = self._clock()
             if self._reading is not None and now - self._reading[0] < self.cache_seconds:

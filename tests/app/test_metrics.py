@@ -313,6 +313,15 @@ def test_metrics_off_registers_nothing_and_the_view_is_not_found(settings, clien
     assert paycollect_families(registry) == []
 
 
+def test_metrics_turned_off_after_registering_serve_nothing_and_read_nothing(settings):
+    install()
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "METRICS": False}
+    with CaptureQueriesContext(connection) as captured:
+        families = paycollect_families(REGISTRY)
+    assert families == []
+    assert len(captured) == 0
+
+
 def test_without_prometheus_client_the_default_is_off_and_true_is_an_error(settings, monkeypatch):
     monkeypatch.setitem(sys.modules, "prometheus_client", None)  # as if the extra were not installed
     registry = CollectorRegistry(auto_describe=True)
