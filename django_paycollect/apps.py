@@ -11,6 +11,10 @@ class PayCollectConfig(AppConfig):
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the system checks)
         from .conf import metrics_enabled
+        from .tasks import connections
+
+        # Celery's task signals, so the worker keeps a sound database session from task to task.
+        connections.connect()
 
         if metrics_enabled():
             # Only then: prometheus-client is an optional extra. Registering reads no database.

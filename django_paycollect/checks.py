@@ -200,6 +200,49 @@ def check_api_payable_resolver(
     return []
 
 
+@register(Tags.compatibility)
+def check_worker_keeps_sessions(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """A worker that opens a database session for every task: each verification then costs the database
+    more (the session's start) than the verification itself. It needs the app's database to keep its
+    sessions (``CONN_MAX_AGE``, or Django's pool) and Celery's Django fixup told not to close them around
+    every task (``CELERY_DB_REUSE_MAX``); the app's handlers then drop those that are obsolete or unsound
+    (``tasks.connections``). SQLite opens a file, not a session: nothing to say. Eager: no worker."""
+    from celery import _state
+    from django.db import router
+
+    from .models import ReceivedCallback
+
+    app = _state.get_current_app()
+    if app.conf.task_always_eager or _is_fallback_app(app):
+        return []  # nothing runs in a worker (E009 covers the fallback app)
+    alias = router.db_for_write(ReceivedCallback)
+    database: dict[str, Any] = settings.DATABASES.get(alias, {})
+    if "sqlite" in str(database.get("ENGINE", "")):
+        return []
+    missing = []
+    options: dict[str, Any] = database.get("OPTIONS") or {}
+    if database.get("CONN_MAX_AGE", 0) == 0 and not options.get("pool"):
+        missing.append(f"DATABASES[{alias!r}] has CONN_MAX_AGE 0")
+    if not app.conf.get("CELERY_DB_REUSE_MAX"):
+        missing.append(
+            "CELERY_DB_REUSE_MAX is not set, so Celery's Django fixup closes every database connection "
+            "before and after each task, whatever CONN_MAX_AGE says"
+        )
+    if not missing:
+        return []
+    return [
+        Warning(
+            "The Celery worker opens a new database session for every task, so each callback's "
+            f"verification also pays for a session: {'; '.join(missing)}.",
+            hint="Set CONN_MAX_AGE = 60 on the database and CELERY_DB_REUSE_MAX = 1000 in the settings the "
+            "worker reads (see the deployment docs: Keep database connections).",
+            id="paycollect.W009",
+        )
+    ]
+
+
 def _is_fallback_app(app: Any) -> bool:
     # Celery creates this app ("default", no fix-ups, never current) when a task is used in a
     # process where no app was created; a project's own app is current and has the Django fix-up.

@@ -29,6 +29,9 @@ Delivery rules, and why:
 
 Keep the broker's ``visibility_timeout`` (Redis, SQS) longer than the longest retry countdown and
 queue wait: a message held longer is handed to a second worker.
+
+A worker keeps its database sessions from task to task when the project sets ``CONN_MAX_AGE`` and
+``CELERY_DB_REUSE_MAX`` (:mod:`.connections`, whose handlers are connected here).
 """
 
 from __future__ import annotations

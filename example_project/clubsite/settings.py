@@ -274,6 +274,8 @@ CELERY_BEAT_SCHEDULE = {**BEAT_SCHEDULE}
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_SERIALIZER = CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# The worker keeps its database sessions from task to task (CONN_MAX_AGE above; see the deployment docs).
+CELERY_DB_REUSE_MAX = 1000
 if CELERY_BROKER_URL.startswith("redis"):
     # Longer than any retry countdown of the app's tasks (see django_paycollect.tasks).
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 7200}

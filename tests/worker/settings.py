@@ -11,6 +11,10 @@ from tests.settings import DATABASES
 
 # The database pytest-django created for this run (test_<name>), not the configured one.
 DATABASES["default"]["NAME"] = os.environ["PAYCOLLECT_TEST_DB_NAME"]
+# Sessions kept, as docs/deployment.md sets up the web and worker processes: CONN_MAX_AGE, and Celery's
+# Django fixup told not to close them around every task (the app's handlers look after them instead).
+DATABASES["default"]["CONN_MAX_AGE"] = 60
+CELERY_DB_REUSE_MAX = 1000
 PAYCOLLECT = json.loads(os.environ["PAYCOLLECT_WORKER_PAYCOLLECT"])
 
 CELERY_TASK_ALWAYS_EAGER = False
