@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django import db
-from django.db import transaction
+from django.db import router, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -392,14 +392,15 @@ def verify_callback(callback_id: int, *, force: bool = False) -> ReceivedCallbac
     uuid costs a fetch or two, never one each. ``force`` (a person asked again) fetches within the
     interval.
     """
-    with transaction.atomic():
-        callback = ReceivedCallback.objects.select_for_update().get(pk=callback_id)
-        if callback.state in (
-            ReceivedCallback.PROCESSED,
-            ReceivedCallback.DUPLICATE,
-            ReceivedCallback.INVALID,
-        ):
-            return callback
+    # Read without a lock: a lock would end with its transaction, before anything below. A run that
+    # finishes first is left as it recorded by the guarded write of _verified.
+    callback = ReceivedCallback.objects.get(pk=callback_id)
+    if callback.state in (
+        ReceivedCallback.PROCESSED,
+        ReceivedCallback.DUPLICATE,
+        ReceivedCallback.INVALID,
+    ):
+        return callback
 
     uuid = callback.transaction_uuid
     asked = callback.queued_at or callback.received_at
@@ -409,22 +410,32 @@ def verify_callback(callback_id: int, *, force: bool = False) -> ReceivedCallbac
         when = f"{known.fetch_sent_at:%Y-%m-%d %H:%M:%S}"
         return _verified(callback, known, f"answered by the fetch sent at {when} (not fetched again)")
 
-    sent_at = _claim_fetch(callback_id, uuid, asked, force=force)
     task_id = current_task_id.get()
-    ReceivedCallback.objects.filter(pk=callback_id).update(
-        attempts=F("attempts") + 1, **({"task_id": task_id} if task_id else {})
-    )
+    # The claim and the attempt it counts: one commit, before the fetch.
+    with transaction.atomic(using=router.db_for_write(FetchMark)):
+        sent_at = _claim_fetch(callback_id, uuid, asked, force=force)
+        ReceivedCallback.objects.filter(pk=callback_id).update(
+            attempts=F("attempts") + 1, **({"task_id": task_id} if task_id else {})
+        )
     callback.attempts += 1
     callback.task_id = task_id or callback.task_id
     community_id = known.community_id if known is not None else community_of(callback.merchant_id)
     try:
-        txn = sync_stored(known, uuid, community_id=community_id, source="callback")  # known: looked up above
+        # known: looked up above. The callback is marked verified in the transaction that records the
+        # fetch and applies it: one commit.
+        sync_stored(
+            known,
+            uuid,
+            community_id=community_id,
+            source="callback",
+            then=lambda applied: _verified(callback, applied),
+        )
     except NotFound:
         FetchMark.objects.filter(uuid=uuid).filter(
             Q(not_found_at__isnull=True) | Q(not_found_at__lt=sent_at)
         ).update(not_found_at=sent_at)
         raise
-    return _verified(callback, txn)
+    return callback
 
 
 def _verified(callback: ReceivedCallback, txn: Transaction, answered: str = "") -> ReceivedCallback:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -68,8 +69,11 @@ def sync_stored(
     source: str,
     timeout: tuple[float, float] | None = None,
     max_network_retries: int | None = None,
+    then: Callable[[Transaction], object] | None = None,
 ) -> Transaction:
-    """:func:`sync_transaction` once the stored transaction (or its absence) is known."""
+    """:func:`sync_transaction` once the stored transaction (or its absence) is known. ``then`` is called
+    with the transaction as applied, in the transaction that records the fetch and applies it (what the
+    caller records of it commits with them, or not at all)."""
     if txn is not None and not txn.uuid:
         raise ServiceUsageError("this transaction was never accepted by the service: nothing to fetch")
     wanted_uuid = txn.uuid if txn is not None else uuid
@@ -85,7 +89,9 @@ def sync_stored(
         save_success=False,
     )
     try:
-        return _apply_fetched(txn, wanted_uuid, config.community_id, envelope, api_call, sent_at, source)
+        return _apply_fetched(
+            txn, wanted_uuid, config.community_id, envelope, api_call, sent_at, source, then
+        )
     except BaseException:
         # Rolled back with what it would have changed: the read is still recorded, on its own.
         _record_after_rollback(api_call, txn)
@@ -115,6 +121,7 @@ def _apply_fetched(
     api_call: ApiCall,
     sent_at: dt.datetime,
     source: str,
+    then: Callable[[Transaction], object] | None = None,
 ) -> Transaction:
     fetched = envelope.result
     with transaction.atomic():
@@ -124,6 +131,8 @@ def _apply_fetched(
             api_call.transaction = txn
         api_call.save()  # the record of the read commits with what the read changed
         if not created and _changes_nothing(txn, fetched) and _record_unchanged(txn, envelope, sent_at):
+            if then is not None:
+                then(txn)
             return txn
         if not created:  # a row this block created is locked already, and fully read
             # The whole row: Django's deferred loading costs more than the few small columns it would skip.
@@ -147,6 +156,8 @@ def _apply_fetched(
             txn.outcome_unknown = False
         changed = [name for name in _SYNC_MAY_CHANGE if getattr(txn, name) != before[name]]
         txn.save(update_fields=["raw", "last_synced_at", "fetch_sent_at", "updated_at", *changed])
+        if then is not None:
+            then(txn)
     return txn
 
 

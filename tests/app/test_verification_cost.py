@@ -1,0 +1,64 @@
+"""What verifying a callback costs the database, on PostgreSQL, where each commit of a durable server waits
+for its log to reach the disk: the statements, and the commits, of the usual case (a payment started here,
+completed at the service, verified from its callback).
+
+What the guarantees need, and no more: the callback read; the right to fetch claimed and committed before
+the fetch (with the attempt it counts), so no other process fetches the uuid meanwhile; then, in one
+transaction, the record of the fetch (the envelope), the status applied under the transaction's row lock,
+its status change, and the callback marked verified.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from django_paycollect import services
+from django_paycollect.models import ApiCall, ReceivedCallback, Transaction, TransactionStatusChange
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
+
+
+def cost(queries: list[dict[str, str]]) -> tuple[int, int]:
+    """(statements other than transaction control, commits): an explicit COMMIT, or a write in autocommit."""
+    statements = commits = 0
+    depth = 0
+    for query in queries:
+        sql = query["sql"].strip().upper()
+        if sql == "BEGIN":
+            depth += 1
+        elif sql == "COMMIT":
+            depth -= 1
+            commits += 1
+        elif not sql.startswith(CONTROL):
+            statements += 1
+            if depth == 0 and sql.startswith(("INSERT", "UPDATE", "DELETE")):
+                commits += 1
+    return statements, commits
+
+
+def test_verifying_a_callback_costs_ten_statements_and_two_commits(paycollect_live, pay):
+    txn = pay("100.00")
+    paycollect_live.control.complete(txn.uuid)
+    stored = services.store_callback(transaction_uuid=txn.uuid, claimed_status="SUCCESSFUL")
+
+    with CaptureQueriesContext(connection) as captured:
+        assert services.run_verification(stored.to_verify).state == ReceivedCallback.PROCESSED
+
+    shown = "\n".join(q["sql"][:120] for q in captured.captured_queries)
+    assert cost(captured.captured_queries) == (10, 2), shown
+    # Each fact the guarantees need, written once.
+    callback = ReceivedCallback.objects.get(pk=stored.to_verify)
+    assert (callback.state, callback.attempts, callback.transaction_id) == (
+        ReceivedCallback.PROCESSED,
+        1,
+        txn.pk,
+    )
+    assert Transaction.objects.get(pk=txn.pk).status == Transaction.SUCCESSFUL
+    assert ApiCall.objects.filter(operation="get_transaction", transaction=txn).count() == 1
+    assert (
+        TransactionStatusChange.objects.filter(transaction=txn, to_status=Transaction.SUCCESSFUL).count() == 1
+    )
