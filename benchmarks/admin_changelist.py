@@ -1,8 +1,9 @@
 """The admin's changelists and searches on PostgreSQL with 10,000 and with 1,000,000 transactions.
 
-On PostgreSQL: ``PAYCOLLECT_BENCH_POSTGRES`` (or ``PAYCOLLECT_TEST_POSTGRES``) holding
-``host:port:dbname:user``, else the server ``.ci/postgres.sh`` starts (or finds running; one it started is
-stopped at the end). The script works in two databases of its own, ``<dbname>_bench_admin_small`` and
+On a durable PostgreSQL server of the run's own (``.ci/postgres.sh`` with ``PAYCOLLECT_PG_DURABLE=1``:
+fsync and synchronous commit on, data on the disk; free port, stopped at the end), or the one
+``PAYCOLLECT_BENCH_POSTGRES`` names (its settings are printed with the results; figures of one that is not
+durable are labelled so). The script works in two databases of its own, ``<dbname>_bench_admin_small`` and
 ``<dbname>_bench_admin_large``, created afresh and dropped at the end.
 
 The ledger is ``admin_dashboard.py``'s (three communities, a year of transactions, a callback each, refunds),
@@ -199,7 +200,7 @@ def run(args: argparse.Namespace, small_spec: str, large_spec: str) -> int:
         "admin_changelist",
         "Admin changelists and searches on PostgreSQL",
         summary=(
-            f"PostgreSQL {postgres_version()}, default configuration; {args.small:,} then {args.large:,} "
+            f"PostgreSQL {postgres_version()} (its settings below); {args.small:,} then {args.large:,} "
             "transactions (the dashboard benchmark's ledger: a year, three communities, a callback each, "
             "refunds) and an API call each, then `VACUUM ANALYZE`. Django's test client, logged in as a "
             f"superuser; each page loaded at both sizes in alternation (two databases of the same server), "

@@ -1,9 +1,10 @@
 """The admin's payments dashboard on PostgreSQL with 10,000 and with 1,000,000 transactions.
 
-On PostgreSQL: ``PAYCOLLECT_BENCH_POSTGRES`` (or ``PAYCOLLECT_TEST_POSTGRES``) holding
-``host:port:dbname:user``, else the server ``.ci/postgres.sh`` starts (or finds running; one it started is
-stopped at the end). The script works in a database of its own, ``<dbname>_bench_dashboard``, created afresh
-and dropped at the end.
+On a durable PostgreSQL server of the run's own (``.ci/postgres.sh`` with ``PAYCOLLECT_PG_DURABLE=1``: fsync
+and synchronous commit on, data on the disk; free port, stopped at the end), or the one
+``PAYCOLLECT_BENCH_POSTGRES`` names (its settings are printed with the results; figures of one that is not
+durable are labelled so). The script works in a database of its own, ``<dbname>_bench_dashboard``, created
+afresh and dropped at the end.
 
 The ledger: three communities, a year of transactions (a tenth in USD; 60 % successful, a tenth of those
 renewal charges; 3 % of the successful partly refunded; a few of unknown outcome, mismatched,
@@ -304,7 +305,7 @@ def run(args: argparse.Namespace, spec: str) -> int:
         "admin_dashboard",
         "Admin dashboard on PostgreSQL",
         summary=(
-            f"PostgreSQL {postgres_version()}, default configuration; {args.small:,} then {args.large:,} "
+            f"PostgreSQL {postgres_version()} (its settings below); {args.small:,} then {args.large:,} "
             "transactions over a year in three communities, one callback each, refunds, then `VACUUM "
             "ANALYZE`. Django's test client, logged in as a superuser, loads the dashboard of one community, "
             f"EGP, {DAYS} days. Statements of one load; each one's median time and the page's median time "

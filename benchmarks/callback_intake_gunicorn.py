@@ -2,7 +2,9 @@
 and the delay from receipt to verification with a real Celery worker.
 
 Starts everything it needs, and stops it on exit (Ctrl-C included): a PostgreSQL server and a Redis server as
-``.ci/postgres.sh`` and ``.ci/redis.sh`` start them (free ports, directories of their own), the standalone
+``.ci/postgres.sh`` and ``.ci/redis.sh`` start them (free ports, directories of their own; PostgreSQL durable,
+with ``PAYCOLLECT_PG_DURABLE=1``: fsync and synchronous commit on, unless ``PAYCOLLECT_BENCH_PG_DURABLE=0``
+asks for the test server's settings, labelled), the standalone
 sandbox as the service, and two gunicorn servers of the test project (``tests.wsgi``, 2 sync workers each) on
 the benchmark settings with Celery pointed at that Redis (``benchmarks/_support/settings.py``): nothing is
 patched. ``wrk`` (Debian's package; installed with apt-get when missing) drives them with a fixed number of

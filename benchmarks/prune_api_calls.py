@@ -3,8 +3,10 @@
 On SQLite and on PostgreSQL (``--database``; both by default). Builds ``--rows`` old API calls (default
 1,000,000; 100 to 200 days old, each linked to one of 10,000 transactions, with the fetched transaction as
 ``data``) and 2,000 recent ones that must stay, and a tenth as many old ones in another database: a SQLite
-file filled with raw ``executemany``, or a PostgreSQL database (a server ``.ci/postgres.sh`` starts on
-``PAYCOLLECT_PG_PORT`` when none answers there, and stops again; databases dropped at the end) filled by
+file filled with raw ``executemany``, or a PostgreSQL database (on a durable PostgreSQL server of the run's
+own (``.ci/postgres.sh`` with ``PAYCOLLECT_PG_DURABLE=1``: fsync and synchronous commit on, data on the disk;
+free port, stopped at the end), or the one ``PAYCOLLECT_BENCH_POSTGRES`` names (its settings are printed with
+the results; figures of one that is not durable are labelled so); databases dropped at the end) filled by
 ``INSERT ... SELECT`` over ``generate_series``, then ``VACUUM ANALYZE``. Then, ``--repeat`` times (3;
 medians), each of the following runs on a fresh copy of its database (a file copy, ``CREATE DATABASE ...
 TEMPLATE``) in a fresh process that sets Django up and measures its own work:
@@ -292,7 +294,7 @@ def main() -> int:
         summary=(
             f"{args.rows:,} API calls older than 90 days and {RECENT:,} recent ones, and {sizes['small']:,} "
             "old ones in another database, on SQLite (a file in the benchmarks' directory) and on PostgreSQL "
-            "(default configuration but `fsync` off, same machine). `call_command('paycollect_prune', "
+            "(its settings below, same machine). `call_command('paycollect_prune', "
             f"'--older-than', '90d')` (batches of {batch:,}, the default) beside one plain `DELETE ... WHERE "
             f"created_at < cutoff`, each {args.repeat} times on a fresh copy of its database in a fresh "
             "process (medians; the largest memory growth), which measures its time and its peak RSS "

@@ -1,11 +1,12 @@
 """Reconciling open transactions against the standalone sandbox, beside a raw ``requests`` loop fetching them.
 
-Starts ``python -m django_paycollect.sandbox`` (temporary SQLite file, no callback URL so no deliveries run
-in the background), starts ``--transactions`` payments there (default 2,000; one in four completed), and
-stores them here as PENDING transactions last heard of two hours ago, on PostgreSQL (a database of its own,
-dropped at the end, on the server ``.ci/postgres.sh`` runs on ``PAYCOLLECT_PG_PORT``: started when none
-answers there and then stopped again, unless ``PAYCOLLECT_BENCH_POSTGRES`` names one). Then, in alternating
-rounds (medians compared):
+Starts ``python -m django_paycollect.sandbox`` (temporary SQLite file, no callback URL so no deliveries run in
+the background), starts ``--transactions`` payments there (default 2,000; one in four completed), and stores
+them here as PENDING transactions last heard of two hours ago, on PostgreSQL (a database of its own, dropped
+at the end, on a durable PostgreSQL server of the run's own (``.ci/postgres.sh`` with
+``PAYCOLLECT_PG_DURABLE=1``: fsync and synchronous commit on, data on the disk; free port, stopped at the
+end), or the one ``PAYCOLLECT_BENCH_POSTGRES`` names (its settings are printed with the results; figures of
+one that is not durable are labelled so)). Then, in alternating rounds (medians compared):
 
 - ``reconciliation.reconcile()`` with ``RECONCILE_CONCURRENCY`` = ``--concurrency`` (default 8): finds the
   open transactions and syncs each through the service layer (client, envelope checks, an ApiCall row, row

@@ -80,25 +80,6 @@ def setup_django(workdir: Path, *, db_name: str = "bench.sqlite3", migrate: bool
     return db_path
 
 
-def postgres_server() -> str:
-    """``host:port:dbname:user`` of a PostgreSQL server for the benchmarks that need one:
-    ``PAYCOLLECT_BENCH_POSTGRES`` or ``PAYCOLLECT_TEST_POSTGRES`` when set, else one started (or found
-    running) by ``.ci/postgres.sh``, as CI starts it (its port: ``PAYCOLLECT_PG_PORT``, default 25432)."""
-    import subprocess
-
-    configured = os.environ.get("PAYCOLLECT_BENCH_POSTGRES") or os.environ.get("PAYCOLLECT_TEST_POSTGRES")
-    if configured:
-        return configured
-    script = str(REPO / ".ci" / "postgres.sh")
-    printed = subprocess.run(  # noqa: S603 (our own script)
-        ["/bin/bash", script], check=True, capture_output=True, text=True
-    ).stdout
-    match = re.search(r"PAYCOLLECT_TEST_POSTGRES=(\S+)", printed)
-    if match is None:
-        raise SystemExit(f".ci/postgres.sh printed no server: {printed!r}")
-    return match[1]
-
-
 def fresh_postgres_database(spec: str, suffix: str) -> str:
     """Drop and create ``<dbname>_<suffix>`` on the server of ``spec``; return the spec pointing at it."""
     import psycopg
@@ -111,42 +92,78 @@ def fresh_postgres_database(spec: str, suffix: str) -> str:
     return f"{host}:{port}:{bench}:{user}"
 
 
-def _answers(spec: str) -> bool:
-    """Whether a PostgreSQL server answers at ``spec``'s host and port."""
-    import psycopg
-
-    host, port, _name, user = spec.split(":")
-    try:
-        psycopg.connect(host=host, port=port, user=user, dbname="postgres", connect_timeout=3).close()
-    except psycopg.OperationalError:
-        return False
-    return True
-
-
 @contextmanager
 def postgres_databases(*suffixes: str) -> Iterator[list[str]]:
     """New databases ``<dbname>_<suffix>`` for one benchmark, dropped on exit; yields their specs.
 
-    On the server of ``PAYCOLLECT_BENCH_POSTGRES`` or ``PAYCOLLECT_TEST_POSTGRES`` when set, or on the one
-    ``.ci/postgres.sh`` runs on ``PAYCOLLECT_PG_PORT``: started when none answers there, and then stopped on
-    exit as well, so a benchmark leaves the machine as it found it.
+    On the server ``PAYCOLLECT_BENCH_POSTGRES`` names (``host:port:dbname:user``), used as it is: its
+    settings are printed with the results, and figures of a server that is not durable are labelled so.
+    Otherwise on a durable server of this run's own (``.ci/postgres.sh`` with ``PAYCOLLECT_PG_DURABLE=1``,
+    on a free port; ``servers.start_postgres``), stopped on exit, so a benchmark leaves the machine as it
+    found it. The test server (fsync off) is never taken for a headline: ``PAYCOLLECT_TEST_POSTGRES`` is
+    not read here.
     """
-    import subprocess
+    from .servers import start_postgres, stopped_on_exit
 
-    configured = os.environ.get("PAYCOLLECT_BENCH_POSTGRES") or os.environ.get("PAYCOLLECT_TEST_POSTGRES")
-    port = os.environ.get("PAYCOLLECT_PG_PORT", "25432")
-    started = not configured and not _answers(f"127.0.0.1:{port}:postgres:postgres")
-    server = postgres_server()
-    specs: list[str] = []
+    with stopped_on_exit() as stack:
+        configured = os.environ.get("PAYCOLLECT_BENCH_POSTGRES")
+        if configured:
+            note_postgres(configured)
+        server = configured or start_postgres(stack)
+        specs: list[str] = []
+        try:
+            specs += [fresh_postgres_database(server, suffix) for suffix in suffixes]
+            yield specs
+        finally:
+            for spec in specs:
+                _drop_database(spec)
+
+
+#: The PostgreSQL servers this run used, by host:port: their durability settings (see :func:`note_postgres`).
+_POSTGRES: dict[str, dict[str, str]] = {}
+
+
+def postgres_settings(spec: str) -> dict[str, str]:
+    """What decides what a commit costs on the server of ``spec``: version, fsync, synchronous_commit,
+    full_page_writes, and the file system of its data directory (a tmpfs makes any fsync free)."""
+    import psycopg
+
+    host, port, _name, user = spec.split(":")
+    names = ("server_version", "fsync", "synchronous_commit", "full_page_writes", "data_directory")
+    with psycopg.connect(host=host, port=port, user=user, dbname="postgres", autocommit=True) as conn:
+        found = {name: str(conn.execute(f"SHOW {name}").fetchone()[0]) for name in names}  # type: ignore[index]
+    found["file system"] = _filesystem(found.pop("data_directory"))
+    return found
+
+
+def durable(settings: dict[str, str]) -> bool:
+    """Whether a commit waits for its log on a disk: fsync on, synchronous_commit not off, not in memory."""
+    return (
+        settings.get("fsync") == "on"
+        and settings.get("synchronous_commit") != "off"
+        and settings.get("file system") != "tmpfs"
+    )
+
+
+def note_postgres(spec: str) -> None:
+    """Remember the settings of a server this run uses, for :func:`write_section`, and print them."""
+    host, port = spec.split(":")[:2]
+    key = f"{host}:{port}"
+    if key in _POSTGRES:
+        return
     try:
-        specs += [fresh_postgres_database(server, suffix) for suffix in suffixes]
-        yield specs
-    finally:
-        for spec in specs:
-            _drop_database(spec)
-        if started:
-            script = str(REPO / ".ci" / "postgres.sh")
-            subprocess.run(["/bin/bash", script, "stop"], check=False)  # noqa: S603 (our own script)
+        _POSTGRES[key] = postgres_settings(spec)
+    except Exception as exc:  # reported as unknown, never a reason to stop a run
+        _POSTGRES[key] = {"error": f"{type(exc).__name__}: {exc}"}
+    print(f"PostgreSQL {key}: {postgres_text(_POSTGRES[key])}", flush=True)
+
+
+def postgres_text(settings: dict[str, str]) -> str:
+    if "error" in settings:
+        return f"settings unknown ({settings['error']})"
+    shown = ", ".join(f"{name} {value}" for name, value in settings.items() if name != "server_version")
+    kind = "durable" if durable(settings) else "NOT durable: the test server's settings, not a headline"
+    return f"{settings['server_version']}, {shown} ({kind})"
 
 
 @contextmanager
@@ -214,6 +231,7 @@ def setup_django_on_postgres(spec: str) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "benchmarks._support.settings"
     os.environ["PAYCOLLECT_TEST_POSTGRES"] = spec  # read by the test settings the benchmarks' build on
     os.environ["PAYCOLLECT_BENCH_ON_POSTGRES"] = "1"
+    note_postgres(spec)
     import django
 
     django.setup()
@@ -273,14 +291,22 @@ def _memory_gib() -> str:
     return "unknown"
 
 
+def _load() -> str:
+    try:
+        return ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+#: The machine's load average when this run started (this module is imported first by every benchmark).
+LOAD_AT_START = _load()
+
+
 def machine() -> dict[str, str]:
-    """CPU, cores, memory, OS, Python, Django, SQLite, load at the time of the run."""
+    """CPU, cores, memory, OS, Python, Django, SQLite, load at the start and the end of the run."""
     import django
 
-    try:
-        load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
-    except OSError:
-        load = "unknown"
+    load = _load()
     files = files_dir() or tempfile.gettempdir()
     return {
         "CPU": _cpu_model(),
@@ -291,6 +317,7 @@ def machine() -> dict[str, str]:
         "Django": django.get_version(),
         "SQLite": sqlite3.sqlite_version,
         "SQLite files in": f"{files} ({_filesystem(files)})",
+        "load average (1, 5, 15 min) at the start": LOAD_AT_START,
         "load average (1, 5, 15 min) at the end": load,
     }
 
@@ -390,7 +417,16 @@ def write_section(
     load = described["load average (1, 5, 15 min) at the end"]
     by = command or "benchmarks/" + slug + ".py"
     body = [f"<!-- bench:{slug} -->", f"## {title}", ""]
-    body += [f"Measured {when} by `{by}` (load average {load} at the end). {summary}", ""]
+    run = f"load average {LOAD_AT_START} at the start, {load} at the end"
+    body += [f"Measured {when} by `{by}` ({run}). {summary}", ""]
+    # Every PostgreSQL server of the run, with what decides the cost of a commit; figures of one that is not
+    # durable are not headlines, and say so before the table.
+    for settings in _POSTGRES.values():
+        text = f"PostgreSQL {postgres_text(settings)}."
+        body += [text if durable(settings) else f"**{text}**", ""]
+    print(run, flush=True)
+    for key, settings in _POSTGRES.items():
+        print(f"PostgreSQL {key}: {postgres_text(settings)}", flush=True)
     body.append(_table(measures))
     for note in notes:
         body += [note, ""]

@@ -67,20 +67,39 @@ def _ci_server(script: str, env: dict[str, str], printed_variable: str) -> str:
     return match[1]
 
 
-def start_postgres(stack: contextlib.ExitStack) -> str:
-    """A PostgreSQL server of this run (``.ci/postgres.sh`` on a free port, its data in a new directory),
-    stopped when ``stack`` closes. Returns ``host:port:dbname:user``."""
+def durable_wanted() -> bool:
+    """Whether the benchmarks start their PostgreSQL durable (the headline): unless
+    ``PAYCOLLECT_BENCH_PG_DURABLE=0`` asks for the test server's settings (reported, labelled)."""
+    return os.environ.get("PAYCOLLECT_BENCH_PG_DURABLE", "1") != "0"
+
+
+def start_postgres(stack: contextlib.ExitStack, *, durable: bool | None = None) -> str:
+    """A PostgreSQL server of this run (``.ci/postgres.sh`` on a free port, its data in a new directory on
+    the disk), stopped when ``stack`` closes. Returns ``host:port:dbname:user``.
+
+    ``durable`` (default: :func:`durable_wanted`): PostgreSQL's own defaults, fsync and synchronous commit
+    on, as a site runs it (``PAYCOLLECT_PG_DURABLE=1``); otherwise the test server's fsync=off and
+    synchronous_commit=off, whose figures :func:`~benchmarks._support.write_section` labels."""
+    from . import note_postgres
+
+    durable = durable_wanted() if durable is None else durable
     port = free_port()
-    # In /tmp itself: the "postgres" user must reach the data directory.
+    # In /tmp itself (a disk here, not memory: durable commits must reach one): the "postgres" user must
+    # reach the data directory.
     directory = Path(tempfile.mkdtemp(prefix="paycollect-bench-pg-", dir="/tmp"))
     directory.chmod(0o755)
     stack.callback(shutil.rmtree, directory, ignore_errors=True)
     data = directory / "data"
-    env = {"PAYCOLLECT_PG_PORT": str(port), "PAYCOLLECT_PG_DATA": str(data)}
+    env = {
+        "PAYCOLLECT_PG_PORT": str(port),
+        "PAYCOLLECT_PG_DATA": str(data),
+        "PAYCOLLECT_PG_DURABLE": "1" if durable else "0",
+    }
     server = _ci_server("postgres.sh", env, "PAYCOLLECT_TEST_POSTGRES")
     pg_ctl = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))[-1]
     stop = _as_postgres([str(pg_ctl), "-D", str(data), "-m", "immediate", "-w", "stop"])
     stack.callback(subprocess.run, stop, capture_output=True, check=False)
+    note_postgres(server)
     return server
 
 

@@ -1,5 +1,6 @@
 """Settings of the benchmarks: the test suite's settings on a SQLite file (``PAYCOLLECT_BENCH_DB``), or on
-the test settings' PostgreSQL when ``PAYCOLLECT_BENCH_ON_POSTGRES`` is set (``admin_dashboard.py`` does).
+the PostgreSQL database a benchmark made when ``PAYCOLLECT_BENCH_ON_POSTGRES`` is set
+(``_support.setup_django_on_postgres``).
 
 A file, not ``:memory:``: commits, page cache and index maintenance cost what they cost in a real
 deployment on SQLite (rollback journal, ``synchronous=FULL``, Django's defaults). Connections are
@@ -8,7 +9,8 @@ request does not hide the cost of the code measured.
 
 With ``PAYCOLLECT_BENCH_BROKER`` (a broker URL), the processes ``callback_intake_gunicorn.py`` starts
 (gunicorn, a Celery worker) run as a production site does: tasks go to that broker, with the settings
-``docs/celery.md`` recommends, and ``PAYCOLLECT_BENCH_PAYCOLLECT`` (JSON) is merged into ``PAYCOLLECT``.
+``docs/celery.md`` and ``docs/deployment.md`` recommend, and ``PAYCOLLECT_BENCH_PAYCOLLECT`` (JSON) is merged
+into ``PAYCOLLECT``.
 """
 
 import json
@@ -40,5 +42,7 @@ if os.environ.get("PAYCOLLECT_BENCH_BROKER"):
     CELERY_TASK_ACKS_LATE = True
     CELERY_TASK_REJECT_ON_WORKER_LOST = True
     CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+    # The worker keeps its database session from task to task, as docs/deployment.md sets it up.
+    CELERY_DB_REUSE_MAX = 1000
     CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
     PAYCOLLECT = {**PAYCOLLECT, **json.loads(os.environ.get("PAYCOLLECT_BENCH_PAYCOLLECT") or "{}")}
