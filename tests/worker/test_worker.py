@@ -164,13 +164,17 @@ def test_a_callback_whose_worker_died_after_applying_it_is_not_applied_twice(
     wait_for("the status change", lambda: successes(txn) == 1)
     first.kill()
 
-    start_worker(concurrency=1)
-    verified(callback)
+    # The callback was marked verified in the transaction that applied the status, before the signal ran.
+    assert ReceivedCallback.objects.get(pk=callback.pk).state == ReceivedCallback.PROCESSED
+    second = start_worker(concurrency=1)
+    # The redelivered task finds it verified and leaves it as recorded: no second fetch, nothing to change.
+    wait_for(
+        "the redelivered task",
+        lambda: "process_callbacks" in second.log_text() and " succeeded " in second.log_text(),
+    )
     callback.refresh_from_db()
-    # The redelivered task found the first one's fetch recorded (sent after the callback was queued)
-    # and took its answer: no second fetch, nothing to change.
     assert callback.attempts == 1
-    assert "answered by the fetch sent at" in callback.outcome
+    assert callback.outcome == "service says SUCCESSFUL; transaction is SUCCESSFUL"
     assert ApiCall.objects.filter(operation="get_transaction").count() == 1
     assert successes(txn) == 1
     assert TransactionStatusChange.objects.filter(transaction=txn).count() == 2  # NEW->PENDING, ->SUCCESSFUL
