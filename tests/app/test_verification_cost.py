@@ -14,8 +14,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from django_paycollect import services
 from django_paycollect.models import ApiCall, ReceivedCallback, Transaction, TransactionStatusChange
+from django_paycollect.services.callback_ledger import run_verification, store_callback
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -43,10 +43,10 @@ def cost(queries: list[dict[str, str]]) -> tuple[int, int]:
 def test_verifying_a_callback_costs_ten_statements_and_two_commits(paycollect_live, pay):
     txn = pay("100.00")
     paycollect_live.control.complete(txn.uuid)
-    stored = services.store_callback(transaction_uuid=txn.uuid, claimed_status="SUCCESSFUL")
+    stored = store_callback(transaction_uuid=txn.uuid, claimed_status="SUCCESSFUL")
 
     with CaptureQueriesContext(connection) as captured:
-        assert services.run_verification(stored.to_verify).state == ReceivedCallback.PROCESSED
+        assert run_verification(stored.to_verify).state == ReceivedCallback.PROCESSED
 
     shown = "\n".join(q["sql"][:120] for q in captured.captured_queries)
     assert cost(captured.captured_queries) == (10, 2), shown
