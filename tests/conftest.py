@@ -2,7 +2,8 @@
 
 The sandbox runs in its own process (the ``paycollect_sandbox`` fixture of our pytest plugin) and is
 reached over real HTTP. Tests that change state through the service layer need ``transactional_db``:
-the service layer refuses to call the service inside ``transaction.atomic``.
+the service layer refuses to call the service inside ``transaction.atomic``. Helpers are in tests/support/,
+never imported from here.
 """
 
 from __future__ import annotations
@@ -22,9 +23,7 @@ from tests import (
     celery_app,  # noqa: F401  (configures the Celery app the tasks use)
     hypothesis_profiles,  # noqa: F401  (loads PAYCOLLECT_HYPOTHESIS_PROFILE)
 )
-
-CALLBACK_TOKEN = "tests-callback-token-0123456789"
-BILLING = {"name": "Mona Ali", "email": "mona@example.com", "phone_number": "+201001234567"}
+from tests.support.payments import BILLING, CALLBACK_TOKEN, complete
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -62,13 +61,6 @@ def pay(paycollect_live: Any) -> Any:
         return services.start_payment(amount=Decimal(amount), **options)
 
     return start
-
-
-def complete(sb: Any, txn: Transaction, outcome: str = "SUCCESSFUL") -> Transaction:
-    """The customer pays (or is declined) at the service; then we learn it by fetching."""
-    assert txn.uuid
-    sb.control.complete(txn.uuid, outcome)
-    return services.sync_transaction(txn)
 
 
 @pytest.fixture

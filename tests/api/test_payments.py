@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from django_paycollect.models import Transaction
-from tests.conftest import complete
+from tests.support.payments import complete
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,7 +11,6 @@ import pytest
 from django.contrib.admin.models import LogEntry
 
 from django_paycollect.models import ApiCall, DirectOrder, RecurringSeries
-from tests.conftest import CALLBACK_TOKEN
 from tests.support.admin import (
     live,
     logged_in,
@@ -23,6 +22,7 @@ from tests.support.admin import (
     text_of,
     url,
 )
+from tests.support.payments import CALLBACK_TOKEN
 
 # --- cancel recurring -------------------------------------------------------------------------------
 

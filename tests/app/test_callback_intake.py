@@ -22,8 +22,8 @@ from django_paycollect.intake import receive
 from django_paycollect.models import Community, ReceivedCallback, Transaction
 from django_paycollect.sandbox.envelope import dumps
 from django_paycollect.services import callback_ledger
-from tests.conftest import CALLBACK_TOKEN
 from tests.support.callbacks import URL, UUID, body_for, committed, live, post
+from tests.support.payments import CALLBACK_TOKEN
 
 # --- which requests are callbacks: the token, the method, the body --------------------------------------
 

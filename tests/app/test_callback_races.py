@@ -21,7 +21,7 @@ from django.test.testcases import LiveServerThread, _StaticFilesHandler
 
 from django_paycollect.models import ReceivedCallback, Transaction
 from django_paycollect.sandbox.envelope import dumps
-from tests.conftest import BILLING, CALLBACK_TOKEN
+from tests.support.payments import BILLING, CALLBACK_TOKEN
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

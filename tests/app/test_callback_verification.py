@@ -24,8 +24,8 @@ from django_paycollect import services
 from django_paycollect.models import DirectOrder, FetchMark, ReceivedCallback, RecurringSeries, Transaction
 from django_paycollect.secrecy import our_secrets
 from django_paycollect.services.callback_ledger import callback_failed, callback_waiting
-from tests.conftest import CALLBACK_TOKEN
 from tests.support.callbacks import URL, UUID, body_for, committed, live, post, processed_callback, wait_until
+from tests.support.payments import CALLBACK_TOKEN
 
 # --- end to end, from the sandbox ------------------------------------------------------------------
 

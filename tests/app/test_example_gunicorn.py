@@ -19,9 +19,9 @@ import requests
 
 from django_paycollect.client.redaction import REDACTED
 from django_paycollect.intake.receive import redact_callback_path
-from tests.conftest import CALLBACK_TOKEN
 from tests.example_project import ROOT, run_example
 from tests.servers import free_port, gunicorn_command
+from tests.support.payments import CALLBACK_TOKEN
 
 EXAMPLE = ROOT / "example_project"
 TOKEN = "the-club-s-callback-token-1d9e4b7a"

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django_paycollect import tasks
 from django_paycollect.models import FetchMark, ReceivedCallback, Transaction
 from django_paycollect.sandbox.envelope import dumps
-from tests.conftest import CALLBACK_TOKEN
+from tests.support.payments import CALLBACK_TOKEN
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -24,7 +24,7 @@ from django_paycollect.models import (
     TransactionStatusChange,
 )
 from django_paycollect.sandbox.envelope import dumps
-from tests.conftest import BILLING, CALLBACK_TOKEN
+from tests.support.payments import BILLING, CALLBACK_TOKEN
 
 UUID = "3f1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f60"
 URL = f"/paycollect/callback/{CALLBACK_TOKEN}/"

@@ -27,7 +27,7 @@ from django_paycollect import services, tasks
 from django_paycollect.intake import views
 from django_paycollect.models import ReceivedCallback, Transaction
 from django_paycollect.sandbox.envelope import dumps
-from tests.conftest import CALLBACK_TOKEN
+from tests.support.payments import CALLBACK_TOKEN
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

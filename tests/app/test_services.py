@@ -23,7 +23,7 @@ from django_paycollect.models import (
 )
 from django_paycollect.services.callback_ledger import verify_callback
 from django_paycollect.services.status import apply_status
-from tests.conftest import BILLING, complete
+from tests.support.payments import BILLING, complete
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

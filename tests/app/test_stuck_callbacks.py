@@ -33,8 +33,8 @@ from django_paycollect.schedules import BEAT_SCHEDULE
 from django_paycollect.services import callback_ledger
 from django_paycollect.services.callback_ledger import stuck_filter
 from django_paycollect.tasks import callbacks as callback_tasks
-from tests.conftest import CALLBACK_TOKEN
 from tests.servers import free_port
+from tests.support.payments import CALLBACK_TOKEN
 
 ROOT = Path(__file__).resolve().parents[2]
 URL = f"/paycollect/callback/{CALLBACK_TOKEN}/"

@@ -38,7 +38,7 @@ from django_paycollect.schedules import BEAT_SCHEDULE
 from django_paycollect.services.config import get_client
 from django_paycollect.tasks.delivery import NOT_SENT_RETRY_DELAYS, READ_BACKOFF, READ_MAX_RETRIES, retry_read
 from tests.celery_app import app
-from tests.conftest import BILLING, complete
+from tests.support.payments import BILLING, complete
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

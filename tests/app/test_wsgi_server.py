@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.conftest import CALLBACK_TOKEN
 from tests.servers import free_port, gunicorn_command
+from tests.support.payments import CALLBACK_TOKEN
 
 ROOT = Path(__file__).resolve().parents[2]
 UUID = "3f1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f60"

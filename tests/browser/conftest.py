@@ -18,10 +18,9 @@ from .support import (
     CHROMIUM,
     CHROMIUM_ARGS,
     REQUIRE_BROWSER,
-    VIEWPORT,
     ClubSite,
     browser_missing,
-    screenshot,
+    new_page,
     start_club_site,
 )
 
@@ -70,21 +69,6 @@ def chromium(browser_available: None) -> Iterator[Any]:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         yield browser
         browser.close()
-
-
-def new_page(request: pytest.FixtureRequest, chromium: Any, **options: Any) -> Iterator[Any]:
-    """A page in a fresh context; a screenshot of it is kept when the test fails. The browser asks for
-    English (Accept-Language) unless ``locale`` says otherwise."""
-    options.setdefault("viewport", VIEWPORT)
-    options.setdefault("locale", "en-US")
-    context = chromium.new_context(timezone_id="UTC", **options)
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    yield page
-    failed = getattr(request.node, "report_call", None)
-    if failed is not None and failed.failed:
-        screenshot(page, f"FAILED-{request.node.name}", full_page=True)
-    context.close()
 
 
 @pytest.fixture

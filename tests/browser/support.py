@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -182,3 +183,18 @@ def screenshot(page: Any, name: str, *, docs: bool = False, full_page: bool = Fa
         DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, DOCS_SCREENSHOTS / f"{name}.png")
     return path
+
+
+def new_page(request: pytest.FixtureRequest, chromium: Any, **options: Any) -> Iterator[Any]:
+    """A page in a fresh context; a screenshot of it is kept when the test fails. The browser asks for
+    English (Accept-Language) unless ``locale`` says otherwise."""
+    options.setdefault("viewport", VIEWPORT)
+    options.setdefault("locale", "en-US")
+    context = chromium.new_context(timezone_id="UTC", **options)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    yield page
+    failed = getattr(request.node, "report_call", None)
+    if failed is not None and failed.failed:
+        screenshot(page, f"FAILED-{request.node.name}", full_page=True)
+    context.close()

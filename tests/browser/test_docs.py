@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import new_page
-from .support import REQUIRE_BROWSER, ROOT, needs_browser, screenshot
+from .support import REQUIRE_BROWSER, ROOT, needs_browser, new_page, screenshot
 
 pytestmark = [pytest.mark.browser, needs_browser]
 

@@ -48,7 +48,7 @@ from django_paycollect.models import (
     StatisticsSnapshot,
     Transaction,
 )
-from tests.conftest import BILLING
+from tests.support.payments import BILLING
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,8 +15,8 @@ from django.test import Client
 from hypothesis import given
 
 from django_paycollect.models import ReceivedCallback
-from tests.conftest import CALLBACK_TOKEN
 from tests.hypothesis_profiles import examples
+from tests.support.payments import CALLBACK_TOKEN
 
 from .support import Deep, Obj, Raw, encode, fuzz_settings, render
 from .test_fuzz_callback import (  # noqa: F401  (fixtures)

@@ -46,8 +46,8 @@ from django_paycollect.intake import receive
 from django_paycollect.intake.parsing import CALLBACK_FIELDS
 from django_paycollect.models import ReceivedCallback
 from django_paycollect.services.callback_ledger import dedupe_key
-from tests.conftest import CALLBACK_TOKEN
 from tests.hypothesis_profiles import FULL, examples
+from tests.support.payments import CALLBACK_TOKEN
 
 from .support import (
     Deep,

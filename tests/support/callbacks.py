@@ -11,7 +11,7 @@ import pytest
 
 from django_paycollect.models import ReceivedCallback
 from django_paycollect.sandbox.envelope import dumps
-from tests.conftest import CALLBACK_TOKEN
+from tests.support.payments import CALLBACK_TOKEN
 
 live = pytest.mark.django_db(transaction=True)
 #: Tests that need on_commit callbacks to run (the task is queued after the commit).

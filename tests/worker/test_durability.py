@@ -30,8 +30,8 @@ import requests
 
 from django_paycollect.models import ReceivedCallback, Transaction, TransactionStatusChange
 from django_paycollect.sandbox.envelope import dumps
-from tests.conftest import BILLING, CALLBACK_TOKEN
-from tests.worker.conftest import ROOT, ThrowawayPostgres, ThrowawayRedis, wait_for, worker_environment
+from tests.support.payments import BILLING, CALLBACK_TOKEN
+from tests.support.worker import ROOT, ThrowawayPostgres, ThrowawayRedis, wait_for, worker_environment
 
 pytestmark = [pytest.mark.postgres, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

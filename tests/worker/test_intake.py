@@ -16,7 +16,7 @@ import pytest
 
 from django_paycollect.models import ReceivedCallback
 from django_paycollect.tasks.callbacks import CALLBACKS_PER_TASK
-from tests.worker.conftest import Web, wait_for
+from tests.support.worker import Web, wait_for
 from tests.worker.test_durability import (
     REQUEUE_AFTER,
     SLACK,

@@ -43,8 +43,8 @@ from django.db import connection, connections
 from django_paycollect import services
 from django_paycollect.models import ApiCall, ReceivedCallback, Transaction, TransactionStatusChange
 from django_paycollect.sandbox.envelope import dumps
-from tests.conftest import BILLING, CALLBACK_TOKEN
-from tests.worker.conftest import REDIS_URL, ROOT, Worker, wait_for
+from tests.support.payments import BILLING, CALLBACK_TOKEN
+from tests.support.worker import REDIS_URL, ROOT, Worker, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

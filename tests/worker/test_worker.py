@@ -20,8 +20,8 @@ from django_paycollect.models import (
     Transaction,
     TransactionStatusChange,
 )
-from tests.conftest import BILLING
-from tests.worker.conftest import WAIT, wait_for
+from tests.support.payments import BILLING
+from tests.support.worker import WAIT, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
