@@ -23,7 +23,10 @@ from tests import (
     celery_app,  # noqa: F401  (configures the Celery app the tasks use)
     hypothesis_profiles,  # noqa: F401  (loads PAYCOLLECT_HYPOTHESIS_PROFILE)
 )
+from tests.support import flush
 from tests.support.payments import BILLING, CALLBACK_TOKEN, complete
+
+flush.install()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

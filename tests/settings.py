@@ -68,6 +68,11 @@ else:
 
 STATIC_URL = "/static/"
 
+# Staff and members are made in hundreds of tests; the default hasher spends a third of a second on each
+# password by design. No test is about the hasher (the example project, run in its own process, keeps
+# Django's).
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
 # Tests point these at a live sandbox (see tests/conftest.py); the values here only satisfy checks.
 PAYCOLLECT = {
     "BASE_URL": "http://127.0.0.1:9",
