@@ -1,9 +1,18 @@
-"""Fixtures shared by the app's tests: the app configured against a live sandbox, and ready-made payments.
+"""Fixtures shared by the app's tests: the app configured against the sandbox, in one of two tiers, and
+ready-made payments.
 
-The sandbox runs in its own process (the ``paycollect_sandbox`` fixture of our pytest plugin) and is
-reached over real HTTP. Tests that change state through the service layer need ``transactional_db``:
-the service layer refuses to call the service inside ``transaction.atomic``. Helpers are in tests/support/,
-never imported from here.
+- ``paycollect_in_process`` (the middle tier): the sandbox mounted in the test project and served in the
+  test's own thread, every ``requests`` session of the process reaching it without a socket
+  (tests/support/in_process.py). For the tests that need "the service answered X": the admin, the REST API,
+  tasks, services, reconciliation, the fault matrix.
+- ``paycollect_live`` (the end-to-end tier): the standalone runner in its own process (the
+  ``paycollect_sandbox`` fixture of our pytest plugin), reached over real HTTP, its callbacks sent by its own
+  thread. For what a socket, a second process or a callback on its own schedule changes.
+
+``pay``, ``paid_transaction`` and ``recurring_transaction`` use the tier the test asked for (the live one when
+it named neither). Tests that change state through the service layer need ``transactional_db``: the service
+layer refuses to call the service inside ``transaction.atomic``. Helpers are in tests/support/, never
+imported from here.
 """
 
 from __future__ import annotations
@@ -19,11 +28,13 @@ from django.db import connection, connections
 
 from django_paycollect import services, signals
 from django_paycollect.models import RecurringSeries, Transaction
+from django_paycollect.sandbox import fastpath, seed
+from django_paycollect.sandbox.testing import Sandbox
 from tests import (
     celery_app,  # noqa: F401  (configures the Celery app the tasks use)
     hypothesis_profiles,  # noqa: F401  (loads PAYCOLLECT_HYPOTHESIS_PROFILE)
 )
-from tests.support import flush
+from tests.support import flush, in_process
 from tests.support.payments import BILLING, CALLBACK_TOKEN, complete
 
 flush.install()
@@ -38,10 +49,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-@pytest.fixture
-def paycollect_live(paycollect_sandbox: Any, settings: Any) -> Any:
-    """PAYCOLLECT pointed at the live sandbox; yields the sandbox (``client``, ``control``, credentials)."""
-    sb = paycollect_sandbox
+def _point_at(sb: Sandbox, settings: Any) -> None:
     settings.PAYCOLLECT = {
         "BASE_URL": sb.base_url,
         "COMMUNITY_ID": sb.community_id,
@@ -52,11 +60,53 @@ def paycollect_live(paycollect_sandbox: Any, settings: Any) -> Any:
         "TIMEOUT": (2.0, 10.0),
         "MAX_NETWORK_RETRIES": 1,
     }
-    return sb
 
 
 @pytest.fixture
-def pay(paycollect_live: Any) -> Any:
+def paycollect_live(paycollect_sandbox: Any, settings: Any) -> Any:
+    """End-to-end tier: PAYCOLLECT pointed at the live sandbox process; yields the sandbox (``client``,
+    ``control``, credentials)."""
+    _point_at(paycollect_sandbox, settings)
+    return paycollect_sandbox
+
+
+@pytest.fixture
+def paycollect_in_process(
+    transactional_db: None, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[in_process.InProcessSandbox]:
+    """Middle tier: PAYCOLLECT pointed at the sandbox served in this thread, freshly seeded on the test
+    database; yields its handle (``client``, ``control``, credentials, ``deliver_callbacks()``).
+
+    On ``transactional_db``, as every test that changes state through the service layer must be: the sandbox
+    writes on the test's own connection, and the service layer refuses to call it inside an atomic block."""
+    settings.PAYCOLLECT_SANDBOX = in_process.SANDBOX_SETTINGS
+    with in_process.serving(monkeypatch):
+        # Caches of the process's sandbox that outlive a test database.
+        fastpath.forget_communities()
+        fastpath.forget_faults()
+        sb = in_process.InProcessSandbox.from_identity(seed.seed(None, f"{in_process.BASE}/sandbox"))
+        _point_at(sb, settings)
+        try:
+            yield sb
+        finally:
+            sb.close()
+            fastpath.forget_communities()
+            fastpath.forget_faults()
+
+
+@pytest.fixture
+def paycollect_service(request: pytest.FixtureRequest) -> Sandbox:
+    """The sandbox of the test's tier: in-process when the test uses ``paycollect_in_process``, else live."""
+    names = request.fixturenames
+    if "paycollect_in_process" in names and "paycollect_live" in names:
+        raise pytest.UsageError(f"{request.node.nodeid}: one tier per test, paycollect_in_process or _live")
+    tier = "paycollect_in_process" if "paycollect_in_process" in names else "paycollect_live"
+    served: Sandbox = request.getfixturevalue(tier)
+    return served
+
+
+@pytest.fixture
+def pay(paycollect_service: Any) -> Any:
     """Start a payment through the service layer: ``pay(amount="100.00", **options)`` -> Transaction."""
 
     def start(amount: str = "100.00", **options: Any) -> Transaction:
@@ -67,13 +117,13 @@ def pay(paycollect_live: Any) -> Any:
 
 
 @pytest.fixture
-def paid_transaction(transactional_db: None, paycollect_live: Any, pay: Any) -> Transaction:
+def paid_transaction(transactional_db: None, paycollect_service: Any, pay: Any) -> Transaction:
     """A 100.00 EGP transaction, paid at the sandbox and synced: SUCCESSFUL."""
-    return complete(paycollect_live, pay("100.00", merchant_reference="order-paid"))
+    return complete(paycollect_service, pay("100.00", merchant_reference="order-paid"))
 
 
 @pytest.fixture
-def recurring_transaction(transactional_db: None, paycollect_live: Any, pay: Any) -> Transaction:
+def recurring_transaction(transactional_db: None, paycollect_service: Any, pay: Any) -> Transaction:
     """A paid monthly recurring payment whose RecurringSeries exists."""
     txn = pay(
         "50.00",
@@ -83,7 +133,7 @@ def recurring_transaction(transactional_db: None, paycollect_live: Any, pay: Any
             "minimum_days_between_payments": 30,
         },
     )
-    txn = complete(paycollect_live, txn)
+    txn = complete(paycollect_service, txn)
     assert RecurringSeries.objects.filter(parent_uuid=txn.uuid).exists()
     return txn
 

@@ -30,6 +30,13 @@ def api_live(paycollect_live: Any, settings: Any) -> Any:
 
 
 @pytest.fixture
+def api_in_process(paycollect_in_process: Any, settings: Any) -> Any:
+    """The API against the sandbox served in this process (the middle tier; see tests/conftest.py)."""
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "PAYABLE_RESOLVER": RESOLVER}
+    return paycollect_in_process
+
+
+@pytest.fixture
 def users(django_user_model: Any) -> dict[str, Any]:
     # No password (force_login needs none): hashing one per user would cost a third of a second each.
     def make(name: str, *, staff: bool = False, perms: tuple[str, ...] = ()) -> Any:

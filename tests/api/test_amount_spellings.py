@@ -54,10 +54,10 @@ def api_rows() -> list[Spelling]:
 
 
 @pytest.fixture
-def paid(api_live: Any, settings: Any) -> Transaction:
+def paid(api_in_process: Any, settings: Any) -> Transaction:
     """A paid 1000.00 payment, then MAX_AMOUNT lowered to the table's (every accepted row fits in it)."""
     txn = services.start_payment(amount=Decimal("1000.00"), billing_data=BILLING, merchant_reference="paid")
-    api_live.control.complete(txn.uuid, "SUCCESSFUL")
+    api_in_process.control.complete(txn.uuid, "SUCCESSFUL")
     txn = services.sync_transaction(txn)
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "MAX_AMOUNT": MAX}
     return txn
@@ -83,10 +83,10 @@ def answered(api: Any, sb: Any, path: str, operation: str, field: str, **fields:
     return outcome
 
 
-def test_a_refund_reads_every_spelling_as_the_table_says(api_live, paid, as_user):
+def test_a_refund_reads_every_spelling_as_the_table_says(api_in_process, paid, as_user):
     api, path = as_user("refunder"), f"/api/payments/{paid.uuid}/refunds/"
     rows = [as_refund(row) for row in api_rows()]
-    assert disagreements(rows, answered(api, api_live, path, "refund", "amount")) == []
+    assert disagreements(rows, answered(api, api_in_process, path, "refund", "amount")) == []
     # The refund made answers its amount as the app writes amounts.
     made = api.post(path, {"amount": "\u0661\u066b\u0665"}, format="json")
     assert made.status_code == 201
@@ -98,11 +98,11 @@ def test_a_refund_reads_every_spelling_as_the_table_says(api_live, paid, as_user
 
 
 def test_expected_refundable_reads_the_same_grammar_and_is_optional_only_by_being_left_out(
-    api_live, paid, as_user
+    api_in_process, paid, as_user
 ):
     api, path = as_user("refunder"), f"/api/payments/{paid.uuid}/refunds/"
     rows = [as_optional(row) for row in api_rows() if row.grammar or row.says == REQUIRED]
-    outcome = answered(api, api_live, path, "refund", "expected_refundable", amount="1.00")
+    outcome = answered(api, api_in_process, path, "refund", "expected_refundable", amount="1.00")
     assert disagreements(rows, outcome) == []
     # A JSON number is read as its text: what the caller was shown, exactly.
     refundable = str(Transaction.objects.with_refundable().get(pk=paid.pk).refundable_amount)
@@ -114,16 +114,18 @@ def test_expected_refundable_reads_the_same_grammar_and_is_optional_only_by_bein
     assert shown.status_code == 201, shown.content
 
 
-def test_a_direct_order_reads_every_spelling_as_the_table_says(api_live, paid, as_user):
+def test_a_direct_order_reads_every_spelling_as_the_table_says(api_in_process, paid, as_user):
     api = as_user("orderer")
     rows = api_rows()
     assert (
-        disagreements(rows, answered(api, api_live, "/api/direct-orders/", "direct_order", "amount", **ORDER))
+        disagreements(
+            rows, answered(api, api_in_process, "/api/direct-orders/", "direct_order", "amount", **ORDER)
+        )
         == []
     )
     for name in ("discount_amount", "vat_percentage"):
         optional = [as_optional(row) for row in rows if row.grammar or row.says == REQUIRED]
         outcome = answered(
-            api, api_live, "/api/direct-orders/", "direct_order", name, amount="100.00", **ORDER
+            api, api_in_process, "/api/direct-orders/", "direct_order", name, amount="100.00", **ORDER
         )
         assert disagreements(optional, outcome) == []

@@ -17,9 +17,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def renewed_once(api_live: Any, recurring_transaction: Transaction) -> RecurringSeries:
+def renewed_once(api_in_process: Any, recurring_transaction: Transaction) -> RecurringSeries:
     """A paid monthly series after exactly one renewal, stored here as the callback's fetch stores it."""
-    (renewal,) = api_live.control.advance_clock(31)
+    (renewal,) = api_in_process.control.advance_clock(31)
     services.sync_transaction(uuid=renewal)
     series = RecurringSeries.objects.get(parent_uuid=recurring_transaction.uuid)
     assert series.charges.filter(status=Transaction.SUCCESSFUL).count() == 2  # the first and one renewal
@@ -64,9 +64,9 @@ def test_the_cancel_confirmation_says_one_renewal(
 
 
 def test_the_dashboard_counts_one_renewal_charge(
-    api_live: Any, renewed_once: RecurringSeries, admin_client: Any
+    api_in_process: Any, renewed_once: RecurringSeries, admin_client: Any
 ) -> None:
-    query = {"community": api_live.community_id, "currency": "EGP", "days": "7"}
+    query = {"community": api_in_process.community_id, "currency": "EGP", "days": "7"}
     page = admin_client.get(reverse("admin:paycollect_dashboard_changelist"), query)
     assert page.status_code == 200
     found = re.search(r'id="figure-collected"[^>]*>(.*?)</div>', page.content.decode(), re.DOTALL)

@@ -54,7 +54,7 @@ def owned_recurring(recurring_transaction, users):
     return recurring_transaction, series, order
 
 
-def test_every_endpoint_answers_only_whom_it_should(api_live, owned_recurring, as_user):
+def test_every_endpoint_answers_only_whom_it_should(api_in_process, owned_recurring, as_user):
     paid, series, order = owned_recurring
     everyone = ("owner", "other", "staff", "refunder", "capturer", "canceller", "orderer", "not_staff")
     for method, url, body, allowed in _endpoints(paid, series.pk, order.pk):
@@ -80,7 +80,7 @@ def test_every_endpoint_answers_only_whom_it_should(api_live, owned_recurring, a
     assert DirectOrder.objects.filter(created_by__username="orderer").count() == 1
 
 
-def test_a_refund_over_what_is_left_is_a_409_and_a_good_one_a_201(api_live, paid_transaction, as_user):
+def test_a_refund_over_what_is_left_is_a_409_and_a_good_one_a_201(api_in_process, paid_transaction, as_user):
     api = as_user("refunder")
     url = f"/api/payments/{paid_transaction.uuid}/refunds/"
     done = api.post(url, {"amount": "60.00"}, format="json")
@@ -100,21 +100,21 @@ def test_a_refund_over_what_is_left_is_a_409_and_a_good_one_a_201(api_live, paid
     bad = api.post(url, {"amount": "-3"}, format="json")
     assert bad.status_code == 400
     assert list(bad.json()) == ["amount"]
-    assert len(api_live.control.journal("refund")) == 1
+    assert len(api_in_process.control.journal("refund")) == 1
 
 
-def test_a_refund_of_unknown_outcome_is_a_202(api_live, paid_transaction, as_user):
-    api_live.control.fault("refund", "drop_after")
+def test_a_refund_of_unknown_outcome_is_a_202(api_in_process, paid_transaction, as_user):
+    api_in_process.control.fault("refund", "drop_after")
     answer = as_user("refunder").post(f"/api/payments/{paid_transaction.uuid}/refunds/", {}, format="json")
     assert answer.status_code == 202
     assert answer.json()["state"] == "unknown"
     # Never resent: the unknown refund still holds the money, so nothing is left to ask for.
     again = as_user("refunder").post(f"/api/payments/{paid_transaction.uuid}/refunds/", {}, format="json")
     assert again.status_code == 409
-    assert len(api_live.control.journal("refund")) == 1
+    assert len(api_in_process.control.journal("refund")) == 1
 
 
-def test_a_capture_of_an_unpaid_payment_is_a_409(api_live, pay, as_user):
+def test_a_capture_of_an_unpaid_payment_is_a_409(api_in_process, pay, as_user):
     unpaid = pay("30.00", merchant_reference="unpaid")
     answer = as_user("capturer").post(f"/api/payments/{unpaid.uuid}/capture/", format="json")
     assert answer.status_code == 409
@@ -125,14 +125,14 @@ def test_a_capture_of_an_unpaid_payment_is_a_409(api_live, pay, as_user):
     )
 
 
-def test_a_capture_of_unknown_outcome_is_a_202(api_live, paid_transaction, as_user):
-    api_live.control.fault("capture", "drop_after")
+def test_a_capture_of_unknown_outcome_is_a_202(api_in_process, paid_transaction, as_user):
+    api_in_process.control.fault("capture", "drop_after")
     answer = as_user("capturer").post(f"/api/payments/{paid_transaction.uuid}/capture/")
     assert answer.status_code == 202
     assert answer.json()["capture_state"] == "unknown"
 
 
-def test_a_cancelled_series_cannot_be_cancelled_again(api_live, recurring_transaction, as_user):
+def test_a_cancelled_series_cannot_be_cancelled_again(api_in_process, recurring_transaction, as_user):
     series = RecurringSeries.objects.get(parent_uuid=recurring_transaction.uuid)
     api = as_user("canceller")
     first = api.post(f"/api/series/{series.pk}/cancel/")
@@ -142,7 +142,7 @@ def test_a_cancelled_series_cannot_be_cancelled_again(api_live, recurring_transa
     assert api.post("/api/series/999999/cancel/").status_code == 404
 
 
-def test_a_direct_order_is_created_and_read_with_field_errors_by_path(api_live, as_user):
+def test_a_direct_order_is_created_and_read_with_field_errors_by_path(api_in_process, as_user):
     api = as_user("orderer")
     created = api.post("/api/direct-orders/", ORDER, format="json")
     assert created.status_code == 201, created.content
@@ -163,16 +163,18 @@ def test_a_direct_order_is_created_and_read_with_field_errors_by_path(api_live, 
     over = api.post("/api/direct-orders/", {**ORDER, "amount": "99999999.00"}, format="json")
     assert over.status_code == 400
     assert list(over.json()) == ["amount"]
-    assert len(api_live.control.journal("direct_order")) == 1
+    assert len(api_in_process.control.journal("direct_order")) == 1
 
 
-def test_an_unreachable_service_refuses_a_refund_with_a_503(api_live, paid_transaction, as_user, settings):
+def test_an_unreachable_service_refuses_a_refund_with_a_503(
+    api_in_process, paid_transaction, as_user, settings
+):
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "BASE_URL": "http://127.0.0.1:9"}
     answer = as_user("refunder").post(f"/api/payments/{paid_transaction.uuid}/refunds/", {}, format="json")
     assert answer.status_code == 503
     assert answer.json()["code"] == "service_unavailable"
     assert Refund.objects.get().state == Refund.FAILED  # it never left: it may be asked again
-    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "BASE_URL": api_live.base_url}
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "BASE_URL": api_in_process.base_url}
     assert as_user("refunder").post(f"/api/payments/{paid_transaction.uuid}/refunds/").status_code == 201
 
 
@@ -187,7 +189,7 @@ def languages_by_request(settings):
 
 @pytest.mark.usefixtures("languages_by_request")
 def test_an_arabic_request_reads_the_service_layer_s_refusals_in_arabic(
-    api_live, paid_transaction, pay, as_user, settings
+    api_in_process, paid_transaction, pay, as_user, settings
 ):
     api = as_user("refunder")
     url = f"/api/payments/{paid_transaction.uuid}/refunds/"
@@ -216,7 +218,7 @@ def test_an_arabic_request_reads_the_service_layer_s_refusals_in_arabic(
     assert away.json()["detail"] == "يتعذّر الوصول إلى خدمة الدفع؛ لم يُنفَّذ شيء. حاول مرة أخرى بعد قليل."
 
 
-def test_a_direct_order_left_without_urls_comes_back_to_this_site(api_live, as_user):
+def test_a_direct_order_left_without_urls_comes_back_to_this_site(api_in_process, as_user):
     api = as_user("orderer")
     created = api.post(
         "/api/direct-orders/",
@@ -232,6 +234,6 @@ def test_a_direct_order_left_without_urls_comes_back_to_this_site(api_live, as_u
         headers={"host": "shop.example"},
     )
     assert created.status_code == 201, created.content
-    [request] = api_live.control.journal("direct_order")
+    [request] = api_in_process.control.journal("direct_order")
     assert request["body"]["redirect_url"] == "http://shop.example/paycollect/return/"
     assert request["body"]["callback_url"].startswith("http://shop.example/paycollect/callback/")

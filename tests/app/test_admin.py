@@ -3,8 +3,8 @@
 Every action is posted to its changelist (``action`` + ``_selected_action``) by a user with the
 permission (it works: the database, the messages and the sandbox's journal show it) and by one
 without it (it is not offered, and posting it anyway changes nothing and sends nothing).
-Tests that reach the service use the live sandbox (``paycollect_live``) and run outside a test
-transaction, since the state-changing services refuse to run inside ``transaction.atomic``.
+Tests that reach the service use the sandbox served in process (``paycollect_in_process``) and run outside a
+test transaction, since the state-changing services refuse to run inside ``transaction.atomic``.
 """
 
 from __future__ import annotations
@@ -108,8 +108,8 @@ def test_series_cancel_is_offered_only_with_its_permission(client, django_user_m
 
 
 @live
-def test_sync_applies_what_the_service_says(paycollect_live, client, django_user_model):
-    sb = paycollect_live
+def test_sync_applies_what_the_service_says(paycollect_in_process, client, django_user_model):
+    sb = paycollect_in_process
     pending = start_pending("order-sync-1")
     sb.control.complete(pending.uuid, "SUCCESSFUL")
     never_started = local_transaction(status=Transaction.NEW, community_id=sb.community_id)
@@ -128,8 +128,8 @@ def test_sync_applies_what_the_service_says(paycollect_live, client, django_user
 
 
 @live
-def test_sync_posted_without_permission_does_nothing(paycollect_live, client, django_user_model):
-    sb = paycollect_live
+def test_sync_posted_without_permission_does_nothing(paycollect_in_process, client, django_user_model):
+    sb = paycollect_in_process
     pending = start_pending("order-sync-2")
     sb.control.complete(pending.uuid, "SUCCESSFUL")
     fetched_before = len(sent(sb, "fetch_transaction"))
@@ -148,7 +148,7 @@ def test_sync_posted_without_permission_does_nothing(paycollect_live, client, dj
 
 @live
 def test_capture_reports_each_outcome(
-    paycollect_live, paid_transaction, client, django_user_model, atomic_requests
+    paycollect_in_process, paid_transaction, client, django_user_model, atomic_requests
 ):
     not_paid = local_transaction(uuid="not-paid-0001", status=Transaction.PENDING)
     logged_in(client, staff(django_user_model, "view_transaction", "capture_transaction"))
@@ -158,7 +158,7 @@ def test_capture_reports_each_outcome(
     paid_transaction.refresh_from_db()
     assert paid_transaction.capture_state == Transaction.CAPTURE_DONE
     assert paid_transaction.captured_amount == Decimal("100.00")
-    assert len(sent(paycollect_live, "capture")) == 1
+    assert len(sent(paycollect_in_process, "capture")) == 1
     text = text_of(response)
     assert f"Capture: 1 succeeded ({paid_transaction.uuid})" in text
     assert "Capture: 1 failed. not-paid-0001: Only a successful transaction can be captured" in text
@@ -168,9 +168,9 @@ def test_capture_reports_each_outcome(
 
 @live
 def test_capture_refused_by_the_service_says_why(
-    paycollect_live, paid_transaction, client, django_user_model
+    paycollect_in_process, paid_transaction, client, django_user_model
 ):
-    paycollect_live.control.fault("capture", "status", status=400)
+    paycollect_in_process.control.fault("capture", "status", status=400)
     logged_in(client, staff(django_user_model, "view_transaction", "capture_transaction"))
 
     response = post_action(client, "transaction", "capture", [paid_transaction])
@@ -185,7 +185,7 @@ def test_capture_refused_by_the_service_says_why(
 
 @live
 def test_capture_posted_without_permission_sends_nothing(
-    paycollect_live, paid_transaction, client, django_user_model
+    paycollect_in_process, paid_transaction, client, django_user_model
 ):
     logged_in(client, staff(django_user_model, "view_transaction", "refund_transaction"))
     assert "capture" not in offered(client, "transaction")
@@ -195,7 +195,7 @@ def test_capture_posted_without_permission_sends_nothing(
     assert "No action selected." in text_of(response)
     paid_transaction.refresh_from_db()
     assert paid_transaction.capture_state == Transaction.CAPTURE_NONE
-    assert sent(paycollect_live, "capture") == []
+    assert sent(paycollect_in_process, "capture") == []
 
 
 # --- communities --------------------------------------------------------------------------------------
@@ -264,15 +264,15 @@ def test_community_basic_credentials_need_a_colon(admin_client):
 
 
 @live
-def test_fetch_statistics_reports_the_numbers(paycollect_live, admin_client):
+def test_fetch_statistics_reports_the_numbers(paycollect_in_process, admin_client):
     # The settings' community needs no key in its row: the settings supply it.
-    configured = Community.objects.create(community_id=paycollect_live.community_id, name="Main")
+    configured = Community.objects.create(community_id=paycollect_in_process.community_id, name="Main")
     without_key = Community.objects.create(community_id="no-key-here")
 
     response = post_action(admin_client, "community", "fetch_statistics", [configured, without_key])
 
     snapshot = StatisticsSnapshot.objects.get()
-    assert snapshot.community_id == paycollect_live.community_id
+    assert snapshot.community_id == paycollect_in_process.community_id
     text = text_of(response)
     assert f"Main: balance {snapshot.balance}" in text
     assert "Fetch statistics: 1 succeeded" in text
@@ -404,9 +404,9 @@ def test_the_transaction_page_shows_its_refunds_status_changes_and_api_calls(adm
 
 @live
 def test_no_secret_on_any_admin_page_after_a_full_flow(
-    paycollect_live, paid_transaction, recurring_transaction, admin_client, settings
+    paycollect_in_process, paid_transaction, recurring_transaction, admin_client, settings
 ):
-    sb = paycollect_live
+    sb = paycollect_in_process
     admin_client.post(
         url("community", "add"),
         {

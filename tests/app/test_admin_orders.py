@@ -29,7 +29,7 @@ from tests.support.payments import CALLBACK_TOKEN
 
 @live
 def test_cancel_recurring_from_the_transactions_asks_for_confirmation_first(
-    paycollect_live, recurring_transaction, paid_transaction, client, django_user_model
+    paycollect_in_process, recurring_transaction, paid_transaction, client, django_user_model
 ):
     user = staff(django_user_model, "view_transaction", "cancel_recurringseries")
     logged_in(client, user)
@@ -56,7 +56,7 @@ def test_cancel_recurring_from_the_transactions_asks_for_confirmation_first(
         str(t.pk) for t in selected
     )
     assert 'name="action" value="cancel_recurring"' in html
-    assert sent(paycollect_live, "cancel_recurring") == []
+    assert sent(paycollect_in_process, "cancel_recurring") == []
     assert series_of(recurring_transaction).cancel_state == RecurringSeries.CANCEL_NONE
 
     response = post_action(client, "transaction", "cancel_recurring", selected, post="yes")
@@ -66,14 +66,16 @@ def test_cancel_recurring_from_the_transactions_asks_for_confirmation_first(
     assert series.cancel_state == RecurringSeries.CANCEL_DONE
     assert not series.active
     assert series.cancelled_by == user
-    assert len(sent(paycollect_live, "cancel_recurring")) == 1
+    assert len(sent(paycollect_in_process, "cancel_recurring")) == 1
     text = text_of(response)
     assert f"Cancel recurring: 1 succeeded ({series.parent_uuid})" in text
     assert f"Cancel recurring: 1 failed. {paid_transaction.uuid}: not part of a recurring series" in text
 
 
 @live
-def test_cancel_from_the_series_admin_once(paycollect_live, recurring_transaction, client, django_user_model):
+def test_cancel_from_the_series_admin_once(
+    paycollect_in_process, recurring_transaction, client, django_user_model
+):
     series = series_of(recurring_transaction)
     logged_in(client, staff(django_user_model, "view_recurringseries", "cancel_recurringseries"))
 
@@ -90,7 +92,7 @@ def test_cancel_from_the_series_admin_once(paycollect_live, recurring_transactio
     assert "Left alone: Series already cancelled." in html
     assert 'id="confirm-cancel"' not in html
     assert "already cancelled" in text_of(again).lower()
-    assert len(sent(paycollect_live, "cancel_recurring")) == 1
+    assert len(sent(paycollect_in_process, "cancel_recurring")) == 1
 
 
 @pytest.mark.django_db(transaction=True)
@@ -136,7 +138,7 @@ ORDER_FORM = {
 
 @live
 def test_direct_order_add_form_creates_the_order_on_the_service_and_shows_its_link(
-    paycollect_live, client, django_user_model, atomic_requests
+    paycollect_in_process, client, django_user_model, atomic_requests
 ):
     logged_in(client, staff(django_user_model, "add_directorder", "view_directorder"))
     form_page = client.get(url("directorder", "add"))
@@ -147,7 +149,7 @@ def test_direct_order_add_form_creates_the_order_on_the_service_and_shows_its_li
     assert 'name="_continue"' not in html
 
     response = client.post(
-        url("directorder", "add"), {**ORDER_FORM, "community_id": paycollect_live.community_id}
+        url("directorder", "add"), {**ORDER_FORM, "community_id": paycollect_in_process.community_id}
     )
 
     order = DirectOrder.objects.get()
@@ -156,7 +158,7 @@ def test_direct_order_add_form_creates_the_order_on_the_service_and_shows_its_li
     assert order.state == DirectOrder.CREATED
     assert order.payment_link.startswith("http")
     assert order.allow_recurring_payments
-    [request] = sent(paycollect_live, "direct_order")
+    [request] = sent(paycollect_in_process, "direct_order")
     body = request["body"]
     assert body["custom_fields"] == [
         {"field_label": "Size", "field_type": "DROPDOWNLIST", "required": True, "field_choices": "S,M,L"},
@@ -173,12 +175,12 @@ def test_direct_order_add_form_creates_the_order_on_the_service_and_shows_its_li
 
 @live
 def test_direct_order_refused_by_the_rules_shows_the_errors_on_the_form(
-    paycollect_live, client, django_user_model
+    paycollect_in_process, client, django_user_model
 ):
     logged_in(client, staff(django_user_model, "add_directorder", "view_directorder"))
     data = {
         **ORDER_FORM,
-        "community_id": paycollect_live.community_id,
+        "community_id": paycollect_in_process.community_id,
         "customer_name": "Mona",
         "customer_mobile": "01001234567",
     }
@@ -190,7 +192,7 @@ def test_direct_order_refused_by_the_rules_shows_the_errors_on_the_form(
     assert errors["customer_name"] == ["Enter a first and a last name, separated by a space."]
     assert errors["customer_mobile"] == ["Start with + and the country code, for example +201001234567."]
     assert not DirectOrder.objects.exists()
-    assert sent(paycollect_live, "direct_order") == []
+    assert sent(paycollect_in_process, "direct_order") == []
 
 
 @pytest.mark.django_db
@@ -214,12 +216,14 @@ def test_direct_order_amounts_above_the_maximum_are_refused_on_the_form(client, 
 
 
 @live
-def test_direct_order_without_a_clear_answer_is_kept_and_flagged(paycollect_live, client, django_user_model):
-    paycollect_live.control.fault("direct_order", "drop_after")
+def test_direct_order_without_a_clear_answer_is_kept_and_flagged(
+    paycollect_in_process, client, django_user_model
+):
+    paycollect_in_process.control.fault("direct_order", "drop_after")
     logged_in(client, staff(django_user_model, "add_directorder", "view_directorder"))
 
     response = client.post(
-        url("directorder", "add"), {**ORDER_FORM, "community_id": paycollect_live.community_id}
+        url("directorder", "add"), {**ORDER_FORM, "community_id": paycollect_in_process.community_id}
     )
 
     order = DirectOrder.objects.get()
@@ -260,21 +264,21 @@ def test_direct_order_add_needs_the_add_permission(client, django_user_model):
 
 @live
 def test_a_direct_order_left_without_urls_returns_its_customer_and_its_callback_to_this_site(
-    paycollect_live, client, django_user_model
+    paycollect_in_process, client, django_user_model
 ):
     # Without a redirect URL the service keeps the customer on its own result page, and without a callback
     # URL the site never hears of the payment: blank, they are this site's return and callback views.
     logged_in(client, staff(django_user_model, "add_directorder", "view_directorder"))
     form = {
         **ORDER_FORM,
-        "community_id": paycollect_live.community_id,
+        "community_id": paycollect_in_process.community_id,
         "redirect_url": "",
         "callback_url": "",
     }
     response = client.post(url("directorder", "add"), form, headers={"host": "shop.example"})
 
     assert response.status_code == 302, response.context["adminform"].form.errors
-    [request] = sent(paycollect_live, "direct_order")
+    [request] = sent(paycollect_in_process, "direct_order")
     assert request["body"]["redirect_url"] == "http://shop.example/paycollect/return/"
     assert request["body"]["callback_url"] == f"http://shop.example/paycollect/callback/{CALLBACK_TOKEN}/"
     # The token is a secret: the order's page shows the callback URL without it.

@@ -30,7 +30,7 @@ from tests.support.admin import (
 
 @live
 def test_refund_page_defaults_to_the_refundable_amount_and_allows_a_partial_refund(
-    paycollect_live, paid_transaction, client, django_user_model, atomic_requests
+    paycollect_in_process, paid_transaction, client, django_user_model, atomic_requests
 ):
     txn = paid_transaction
     logged_in(client, staff(django_user_model, "view_transaction", "refund_transaction"))
@@ -47,7 +47,7 @@ def test_refund_page_defaults_to_the_refundable_amount_and_allows_a_partial_refu
     assert refund.requested_by is not None
     txn.refresh_from_db()
     assert txn.refunded_amount == Decimal("30.00")
-    [request] = sent(paycollect_live, "refund")
+    [request] = sent(paycollect_in_process, "refund")
     assert Decimal(str(request["body"]["refund_amount"])) == Decimal("30.00")
     assert f"Refund: 1 succeeded ({txn.uuid} (30.00 EGP))" in text_of(response)
 
@@ -75,11 +75,11 @@ def test_refund_above_the_remainder_is_refused_and_nothing_is_sent(
 
 @live
 def test_a_refund_without_a_clear_answer_is_reported_unknown_and_still_counted(
-    paycollect_live, paid_transaction, client, django_user_model
+    paycollect_in_process, paid_transaction, client, django_user_model
 ):
     txn = paid_transaction
     # The service does the refund, then the answer is lost.
-    paycollect_live.control.fault("refund", "drop_after")
+    paycollect_in_process.control.fault("refund", "drop_after")
     logged_in(client, staff(django_user_model, "view_transaction", "refund_transaction"))
     page_url, _page = refund_page(client, [txn])
 
@@ -162,7 +162,7 @@ def test_refund_without_permission_is_not_offered_and_the_page_is_forbidden(clie
 
 
 def test_unknown_refunds_are_settled_by_hand_only_with_the_refund_permission(
-    client, django_user_model, paid_transaction
+    paycollect_in_process, client, django_user_model, paid_transaction
 ):
     unknown = Refund.objects.create(
         transaction=paid_transaction, amount=Decimal("40.00"), state=Refund.UNKNOWN

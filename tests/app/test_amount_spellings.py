@@ -44,11 +44,11 @@ _references = itertools.count()
 
 
 @pytest.fixture
-def paid(paycollect_live: Any, settings: Any) -> Transaction:
+def paid(paycollect_in_process: Any, settings: Any) -> Transaction:
     """A 1000.00 payment, paid; then ``MAX_AMOUNT`` lowered to the table's, so every accepted row can be
     refunded from it."""
     txn = services.start_payment(amount=Decimal("1000.00"), billing_data=BILLING, merchant_reference="paid")
-    paycollect_live.control.complete(txn.uuid, "SUCCESSFUL")
+    paycollect_in_process.control.complete(txn.uuid, "SUCCESSFUL")
     txn = services.sync_transaction(txn)
     assert txn.status == Transaction.SUCCESSFUL
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "MAX_AMOUNT": MAX}
@@ -102,16 +102,16 @@ def json_rows(rows: list[Spelling] = SPELLINGS) -> list[Spelling]:
 # --- the service layer ------------------------------------------------------------------------------------
 
 
-def test_start_payment_reads_every_spelling_as_the_table_says(paid, paycollect_live):
+def test_start_payment_reads_every_spelling_as_the_table_says(paid, paycollect_in_process):
     def call(amount: Any) -> Any:
         return services.start_payment(
             amount=amount, billing_data=BILLING, merchant_reference=f"r{next(_references)}"
         )
 
-    assert disagreements(SPELLINGS, surface(paycollect_live, "pay", "amount", call)) == []
+    assert disagreements(SPELLINGS, surface(paycollect_in_process, "pay", "amount", call)) == []
 
 
-def test_prepare_amount_and_promocodes_read_every_spelling_as_the_table_says(paid, paycollect_live):
+def test_prepare_amount_and_promocodes_read_every_spelling_as_the_table_says(paid, paycollect_in_process):
     def promocode(amount: Any) -> Any:
         try:
             return services.validate_promocode("SAVE10", amount=amount, phone_number=BILLING["phone_number"])
@@ -120,15 +120,15 @@ def test_prepare_amount_and_promocodes_read_every_spelling_as_the_table_says(pai
                 raise
             return None  # refused by the service, which received the amount (the journal says which)
 
-    sb = paycollect_live
+    sb = paycollect_in_process
     assert disagreements(SPELLINGS, surface(sb, "prepare_amount", "amount", services.prepare_amount)) == []
     assert disagreements(SPELLINGS, surface(sb, "validate_promocode", "amount", promocode)) == []
 
 
-def test_refund_reads_every_spelling_as_the_table_says(paid, paycollect_live):
+def test_refund_reads_every_spelling_as_the_table_says(paid, paycollect_in_process):
     rows = [as_refund(row) for row in SPELLINGS]
     outcome = surface(
-        paycollect_live, "refund", "refund_amount", lambda amount: services.refund(paid, amount)
+        paycollect_in_process, "refund", "refund_amount", lambda amount: services.refund(paid, amount)
     )
     assert disagreements(rows, outcome) == []
     # Left out: all that is still refundable, the only way to ask for it.
@@ -136,18 +136,18 @@ def test_refund_reads_every_spelling_as_the_table_says(paid, paycollect_live):
     assert services.refund(paid).amount == Decimal("1000.00") - refunded
 
 
-def test_create_direct_order_reads_every_spelling_as_the_table_says(paid, paycollect_live):
+def test_create_direct_order_reads_every_spelling_as_the_table_says(paid, paycollect_in_process):
     def call(amount: Any) -> Any:
         return services.create_direct_order(amount=amount, **ORDER)
 
-    assert disagreements(SPELLINGS, surface(paycollect_live, "direct_order", "amount", call)) == []
+    assert disagreements(SPELLINGS, surface(paycollect_in_process, "direct_order", "amount", call)) == []
     assert DirectOrder.objects.count() == sum(1 for row in SPELLINGS if row.reads is not None)
 
 
-def test_optional_amounts_and_vat_read_the_same_grammar(paid, paycollect_live):
+def test_optional_amounts_and_vat_read_the_same_grammar(paid, paycollect_in_process):
     """A discount, a VAT percentage and ``expected_refundable`` have bounds of their own; what the grammar
     refuses (a spelling, a type) they refuse with the same words."""
-    sb, rows = paycollect_live, [row for row in SPELLINGS if row.grammar]
+    sb, rows = paycollect_in_process, [row for row in SPELLINGS if row.grammar]
 
     def order(**amounts: Any) -> Any:
         return services.create_direct_order(amount="100.00", **amounts, **ORDER)
@@ -170,8 +170,8 @@ def test_optional_amounts_and_vat_read_the_same_grammar(paid, paycollect_live):
 # --- the tasks (their arguments through JSON, as a broker carries them) -------------------------------------
 
 
-def test_the_tasks_read_every_spelling_as_the_table_says(paid, paycollect_live):
-    sb, rows = paycollect_live, json_rows()
+def test_the_tasks_read_every_spelling_as_the_table_says(paid, paycollect_in_process):
+    sb, rows = paycollect_in_process, json_rows()
 
     def start(amount: Any) -> Any:
         reference = f"t{next(_references)}"
@@ -203,7 +203,7 @@ def test_the_tasks_read_every_spelling_as_the_table_says(paid, paycollect_live):
 
 
 def test_the_admin_refund_page_reads_every_spelling_as_the_table_says(
-    paid, paycollect_live, client, django_user_model, atomic_requests
+    paid, paycollect_in_process, client, django_user_model, atomic_requests
 ):
     logged_in(client, staff(django_user_model, "view_transaction", "refund_transaction"))
     page = f"{reverse('admin:paycollect_transaction_refund')}?ids={paid.pk}"
@@ -221,15 +221,15 @@ def test_the_admin_refund_page_reads_every_spelling_as_the_table_says(
         assert answer.status_code == 302, answer.content
 
     rows = [as_refund(row) for row in SPELLINGS if row.text]
-    assert disagreements(rows, surface(paycollect_live, "refund", "refund_amount", post)) == []
+    assert disagreements(rows, surface(paycollect_in_process, "refund", "refund_amount", post)) == []
 
 
 def test_the_admin_direct_order_form_reads_every_spelling_as_the_table_says(
-    paid, paycollect_live, client, django_user_model, atomic_requests
+    paid, paycollect_in_process, client, django_user_model, atomic_requests
 ):
     logged_in(client, staff(django_user_model, "add_directorder", "view_directorder"))
     form = {
-        "community_id": paycollect_live.community_id,
+        "community_id": paycollect_in_process.community_id,
         "name": "Summer camp",
         "currency": "EGP",
         "payment_methods": "Card",
@@ -254,8 +254,8 @@ def test_the_admin_direct_order_form_reads_every_spelling_as_the_table_says(
         return send
 
     rows = [row for row in SPELLINGS if row.text]
-    assert disagreements(rows, surface(paycollect_live, "direct_order", "amount", post("amount"))) == []
+    assert disagreements(rows, surface(paycollect_in_process, "direct_order", "amount", post("amount"))) == []
     grammar = [row for row in rows if row.grammar]
     for name in ("discount_amount", "vat_percentage"):
-        outcome = surface(paycollect_live, "direct_order", name, post(name), field=name)
+        outcome = surface(paycollect_in_process, "direct_order", name, post(name), field=name)
         assert disagreements(grammar, outcome) == []

@@ -719,7 +719,9 @@ def test_the_command_needs_a_community(db, settings):
 # --- when a payment succeeded --------------------------------------------------------------------------
 
 
-def test_a_payment_learned_successful_from_the_service_counts_that_day(paid_transaction, settings):
+def test_a_payment_learned_successful_from_the_service_counts_that_day(
+    paycollect_in_process, paid_transaction, settings
+):
     assert paid_transaction.succeeded_at is not None
     assert timezone.now() - paid_transaction.succeeded_at < dt.timedelta(minutes=1)
     report = reporting.report(paid_transaction.community_id, "EGP", 7)
@@ -732,7 +734,7 @@ def test_a_payment_learned_successful_from_the_service_counts_that_day(paid_tran
 
 @pytest.mark.django_db(transaction=True)
 def test_the_statistics_button_fetches_a_snapshot_beside_the_ledger(
-    paycollect_live, paid_transaction, client, django_user_model
+    paycollect_in_process, paid_transaction, client, django_user_model
 ):
     client.force_login(staff(django_user_model, "view_dashboard"))
     url = f"{DASHBOARD}?days=7"
@@ -740,7 +742,7 @@ def test_the_statistics_button_fetches_a_snapshot_beside_the_ledger(
     assert response.status_code == 302
     assert response["Location"] == url
     snapshot = StatisticsSnapshot.objects.get()
-    assert snapshot.community_id == paycollect_live.community_id
+    assert snapshot.community_id == paycollect_in_process.community_id
     assert snapshot.total_collected_transactions == Decimal("100.00")
     html = client.get(url).content.decode()
     assert "were fetched" in html
@@ -761,7 +763,7 @@ def test_the_statistics_button_fetches_a_snapshot_beside_the_ledger(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_statistics_button_says_why_it_failed(paycollect_live, client, django_user_model):
+def test_the_statistics_button_says_why_it_failed(paycollect_in_process, client, django_user_model):
     Community.objects.create(community_id="no-key-here")
     client.force_login(staff(django_user_model, "view_dashboard"))
     url = f"{DASHBOARD}?community=no-key-here"

@@ -150,7 +150,7 @@ def test_describe_error_names_the_clients_error_behind_a_contract_error():
     assert describe_error(RuntimeError("bug")) == "RuntimeError: bug"
 
 
-# --- against the live sandbox ------------------------------------------------------------------------
+# --- against the sandbox -----------------------------------------------------------------------------
 
 
 def _closed_port() -> int:
@@ -161,7 +161,7 @@ def _closed_port() -> int:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_refund_never_sent_is_unavailable_and_leaves_a_failed_refund(
-    paycollect_live, paid_transaction, settings
+    paycollect_in_process, paid_transaction, settings
 ):
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "BASE_URL": f"http://127.0.0.1:{_closed_port()}"}
     with pytest.raises(ServiceUnavailable) as caught:
@@ -175,12 +175,12 @@ def test_a_refund_never_sent_is_unavailable_and_leaves_a_failed_refund(
     assert sent_by_task("") is None
     paid_transaction.refresh_from_db()
     assert paid_transaction.refundable_amount == Decimal("100.00")  # a failed refund holds nothing
-    assert paycollect_live.control.journal("refund") == []
+    assert paycollect_in_process.control.journal("refund") == []
 
 
 @pytest.mark.django_db(transaction=True)
 def test_credentials_the_service_refuses_are_a_configuration_error(
-    paycollect_live, paid_transaction, settings
+    paycollect_in_process, paid_transaction, settings
 ):
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "API_KEY": "not-the-key-0123456789"}
     with pytest.raises(PayCollectConfigurationError) as caught:
@@ -190,12 +190,12 @@ def test_credentials_the_service_refuses_are_a_configuration_error(
     with pytest.raises(PayCollectConfigurationError):
         services.sync_transaction(paid_transaction)
     # Fixed, the capture may be asked again: nothing was done at the service.
-    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "API_KEY": paycollect_live.api_key}
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "API_KEY": paycollect_in_process.api_key}
     assert services.capture(paid_transaction).capture_state == Transaction.CAPTURE_DONE
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_uuid_the_service_does_not_know_is_not_found(paycollect_live):
+def test_a_uuid_the_service_does_not_know_is_not_found(paycollect_in_process):
     with pytest.raises(NotFound) as caught:
         services.sync_transaction(uuid="0b0b0b0b-1111-4222-8333-444455556666")
     assert not isinstance(caught.value, PaymentRefused)
@@ -215,10 +215,14 @@ def test_a_stored_key_that_cannot_be_decrypted_is_a_configuration_error(settings
 
 
 @pytest.mark.django_db(transaction=True)
-def test_only_a_call_that_may_have_taken_effect_stops_a_redelivered_task(paycollect_live, paid_transaction):
+def test_only_a_call_that_may_have_taken_effect_stops_a_redelivered_task(
+    paycollect_in_process, paid_transaction
+):
     # Refunded at the service directly: our books do not know, so the service refuses the next one.
-    paycollect_live.client.refund(transaction_uuid=paid_transaction.uuid, refund_amount=Decimal("95.00"))
-    token = current_task_id.set("t-contract")
+    paycollect_in_process.client.refund(
+        transaction_uuid=paid_transaction.uuid, refund_amount=Decimal("95.00")
+    )
+    token = services.current_task_id.set("t-contract")
     try:
         with pytest.raises(PaymentRefused):
             services.refund(paid_transaction, Decimal("50.00"))

@@ -82,7 +82,7 @@ def test_the_sweep_task_records_its_run_in_one_statement_without_a_row_or_with_o
 
 
 @pytest.mark.django_db(transaction=True)
-def test_reconciliation_records_its_run_by_task_and_by_command(paycollect_live):
+def test_reconciliation_records_its_run_by_task_and_by_command(paycollect_in_process):
     tasks.reconcile.apply().get()
     by_task = HousekeepingRun.objects.get(job=RECONCILIATION).last_run_at
     assert by_task is not None

@@ -1,4 +1,4 @@
-"""Reconciliation against the live sandbox: what it settles, what it reports, and its command."""
+"""Reconciliation against the sandbox (served in process): what it settles, what it reports, its command."""
 
 from __future__ import annotations
 
@@ -47,16 +47,16 @@ def reconcile(**kwargs):
 
 
 def test_unknown_start_is_abandoned_and_a_payment_completed_meanwhile_becomes_successful(
-    paycollect_live, pay, signal_log
+    paycollect_in_process, pay, signal_log
 ):
     # Work done at the service, response dropped: we never learned the uuid.
-    paycollect_live.control.fault("pay", "drop_after")
+    paycollect_in_process.control.fault("pay", "drop_after")
     lost = pay("100.00", merchant_reference="order-lost")
     assert lost.outcome_unknown
     assert lost.status == Transaction.NEW
     # A payment whose callback never came: the customer paid at the service.
     paid = pay("50.00", merchant_reference="order-paid")
-    paycollect_live.control.complete(paid.uuid)
+    paycollect_in_process.control.complete(paid.uuid)
     # Both too recent to touch yet.
     summary, _ = reconcile()
     assert (summary.fetched, summary.abandoned) == (0, 0)
@@ -83,10 +83,10 @@ def test_unknown_start_is_abandoned_and_a_payment_completed_meanwhile_becomes_su
     # The reference can be paid again now; only one pay request ever carried the lost one.
     again = pay("100.00", merchant_reference="order-lost")
     assert again.pk != lost.pk
-    assert len(paycollect_live.control.journal("pay")) == 3
+    assert len(paycollect_in_process.control.journal("pay")) == 3
 
 
-def test_open_transactions_are_fetched_once_per_interval(paycollect_live, pay):
+def test_open_transactions_are_fetched_once_per_interval(paycollect_in_process, pay):
     txn = pay("10.00")
     age(txn)
     assert reconcile()[0].fetched == 1
@@ -102,11 +102,11 @@ def test_open_transactions_are_fetched_once_per_interval(paycollect_live, pay):
 
 
 def test_unknown_cancellations_are_settled_from_recurring_active(
-    paycollect_live, recurring_transaction, pay, signal_log
+    paycollect_in_process, recurring_transaction, pay, signal_log
 ):
     series = RecurringSeries.objects.get()
     # Cancelled at the service, answer lost.
-    paycollect_live.control.fault("cancel_recurring", "drop_after")
+    paycollect_in_process.control.fault("cancel_recurring", "drop_after")
     series = services.cancel_recurring(series)
     assert series.cancel_state == RecurringSeries.CANCEL_UNKNOWN
     # Too recent: the service may still be acting on it.
@@ -119,16 +119,18 @@ def test_unknown_cancellations_are_settled_from_recurring_active(
     assert not series.active
     assert summary.cancels_settled == 1
     assert signal_log.count("recurring_series_cancelled") == 1
-    assert len(paycollect_live.control.journal("cancel_recurring")) == 1  # settled by fetching, not resending
+    assert (
+        len(paycollect_in_process.control.journal("cancel_recurring")) == 1
+    )  # settled by fetching, not resending
     assert reconcile()[0].cancels_settled == 0
 
 
 def test_an_unknown_cancellation_that_did_not_take_effect_can_be_sent_again(
-    paycollect_live, recurring_transaction
+    paycollect_in_process, recurring_transaction
 ):
     series = RecurringSeries.objects.get()
     # Reset before the work: sent, so unknown to us, but the service did nothing.
-    paycollect_live.control.fault("cancel_recurring", "reset")
+    paycollect_in_process.control.fault("cancel_recurring", "reset")
     series = services.cancel_recurring(series)
     assert series.cancel_state == RecurringSeries.CANCEL_UNKNOWN
     ApiCall.objects.filter(operation="cancel_recurring").update(created_at=timezone.now() - HOUR_AGO)
@@ -145,13 +147,15 @@ def test_an_unknown_cancellation_that_did_not_take_effect_can_be_sent_again(
 # --- what is reported --------------------------------------------------------------------------------
 
 
-def test_unknown_refunds_and_captures_are_fetched_and_reported_for_review(paycollect_live, paid_transaction):
-    paycollect_live.control.fault("refund", "drop_after")
+def test_unknown_refunds_and_captures_are_fetched_and_reported_for_review(
+    paycollect_in_process, paid_transaction
+):
+    paycollect_in_process.control.fault("refund", "drop_after")
     refund = services.refund(paid_transaction, Decimal("30.00"))
-    paycollect_live.control.fault("capture", "drop_after")
+    paycollect_in_process.control.fault("capture", "drop_after")
     services.capture(paid_transaction)
     Transaction.objects.filter(pk=paid_transaction.pk).update(last_synced_at=None)
-    fetches = len(paycollect_live.control.journal("fetch_transaction"))
+    fetches = len(paycollect_in_process.control.journal("fetch_transaction"))
 
     summary, _ = reconcile()
     review = summary.needs_review
@@ -160,15 +164,15 @@ def test_unknown_refunds_and_captures_are_fetched_and_reported_for_review(paycol
     assert "capture outcome unknown" in review[1].outcome
     # Their transaction was fetched once for both; nothing was sent again.
     assert summary.fetched == 1
-    assert len(paycollect_live.control.journal("fetch_transaction")) == fetches + 1
-    assert len(paycollect_live.control.journal("refund")) == 1
-    assert len(paycollect_live.control.journal("capture")) == 1
+    assert len(paycollect_in_process.control.journal("fetch_transaction")) == fetches + 1
+    assert len(paycollect_in_process.control.journal("refund")) == 1
+    assert len(paycollect_in_process.control.journal("capture")) == 1
     # Resolved by hand in the admin, it is not reported again.
     services.resolve_refund(refund, succeeded=True)
     assert [f.kind for f in reconcile()[0].needs_review] == ["capture"]
 
 
-def test_a_refund_left_pending_by_a_dead_process_is_reported(paycollect_live, paid_transaction):
+def test_a_refund_left_pending_by_a_dead_process_is_reported(paycollect_in_process, paid_transaction):
     stuck = Refund.objects.create(transaction=paid_transaction, amount=Decimal("5.00"))
     assert reconcile()[0].needs_review == []
     Refund.objects.filter(pk=stuck.pk).update(created_at=timezone.now() - HOUR_AGO)
@@ -176,15 +180,21 @@ def test_a_refund_left_pending_by_a_dead_process_is_reported(paycollect_live, pa
     assert "still pending" in finding.outcome
 
 
-def test_a_refund_left_pending_by_a_dead_process_can_be_resolved_by_hand(paycollect_live, paid_transaction):
+def test_a_refund_left_pending_by_a_dead_process_can_be_resolved_by_hand(
+    paycollect_in_process, paid_transaction
+):
     stuck = Refund.objects.create(transaction=paid_transaction, amount=Decimal("5.00"))
     Refund.objects.filter(pk=stuck.pk).update(created_at=timezone.now() - HOUR_AGO)
     assert services.resolve_refund(stuck, succeeded=True).state == Refund.SUCCEEDED
 
 
-def test_a_cancellation_left_pending_by_a_dead_process_is_settled(paycollect_live, recurring_transaction):
+def test_a_cancellation_left_pending_by_a_dead_process_is_settled(
+    paycollect_in_process, recurring_transaction
+):
     series = RecurringSeries.objects.get()
-    paycollect_live.client.cancel_recurring(transaction_uuid=series.parent_uuid)  # it did reach the service
+    paycollect_in_process.client.cancel_recurring(
+        transaction_uuid=series.parent_uuid
+    )  # it did reach the service
     RecurringSeries.objects.filter(pk=series.pk).update(cancel_state=RecurringSeries.CANCEL_PENDING)
     summary, _ = reconcile()
     series.refresh_from_db()
@@ -193,7 +203,7 @@ def test_a_cancellation_left_pending_by_a_dead_process_is_settled(paycollect_liv
 
 
 def test_a_cancellation_left_pending_that_never_reached_the_service_can_be_sent_again(
-    paycollect_live, recurring_transaction
+    paycollect_in_process, recurring_transaction
 ):
     series = RecurringSeries.objects.get()
     RecurringSeries.objects.filter(pk=series.pk).update(cancel_state=RecurringSeries.CANCEL_PENDING)
@@ -204,8 +214,8 @@ def test_a_cancellation_left_pending_that_never_reached_the_service_can_be_sent_
     assert summary.needs_review == []
 
 
-def test_direct_orders_of_unknown_creation_are_reported(paycollect_live):
-    paycollect_live.control.fault("direct_order", "drop_after")
+def test_direct_orders_of_unknown_creation_are_reported(paycollect_in_process):
+    paycollect_in_process.control.fault("direct_order", "drop_after")
     order = services.create_direct_order(
         name="Invoice 3",
         amount=Decimal("90.00"),
@@ -220,11 +230,11 @@ def test_direct_orders_of_unknown_creation_are_reported(paycollect_live):
     assert "dashboard" in finding.outcome
 
 
-def test_recurring_charges_we_never_heard_of_are_reported(paycollect_live, recurring_transaction):
+def test_recurring_charges_we_never_heard_of_are_reported(paycollect_in_process, recurring_transaction):
     series = RecurringSeries.objects.get()
     # Two renewals at the service; their callbacks never reached us.
-    assert len(paycollect_live.control.advance_clock(31)) == 1
-    assert len(paycollect_live.control.advance_clock(31)) == 1
+    assert len(paycollect_in_process.control.advance_clock(31)) == 1
+    assert len(paycollect_in_process.control.advance_clock(31)) == 1
     assert reconcile()[0].missed_charges == 0  # the series was synced a moment ago
     RecurringSeries.objects.filter(pk=series.pk).update(last_synced_at=timezone.now() - HOUR_AGO)
 
@@ -236,14 +246,14 @@ def test_recurring_charges_we_never_heard_of_are_reported(paycollect_live, recur
     assert finding.outcome.startswith("2 charge(s)")
 
 
-def test_an_item_that_fails_is_counted_and_the_run_goes_on(paycollect_live, pay, settings):
+def test_an_item_that_fails_is_counted_and_the_run_goes_on(paycollect_in_process, pay, settings):
     # One fetch at a time, so the first one is the one the fault hits.
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "RECONCILE_CONCURRENCY": 1}
     first, second = pay("10.00"), pay("20.00")
-    paycollect_live.control.complete(second.uuid)
+    paycollect_in_process.control.complete(second.uuid)
     age(first, second)
     # The first fetch fails (a 500 is not retried by the client), the second works.
-    paycollect_live.control.fault("fetch_transaction", "status", status=500)
+    paycollect_in_process.control.fault("fetch_transaction", "status", status=500)
     summary, steps = reconcile()
     assert [s.finding.error for s in steps] == [True, False]
     [error] = summary.errors
@@ -255,7 +265,7 @@ def test_an_item_that_fails_is_counted_and_the_run_goes_on(paycollect_live, pay,
 
 
 def test_a_misconfiguration_is_recorded_on_each_item_and_logged_as_an_error(
-    paycollect_live, pay, settings, caplog
+    paycollect_in_process, pay, settings, caplog
 ):
     opened = pay("10.00")
     age(opened)
@@ -274,15 +284,15 @@ def test_a_misconfiguration_is_recorded_on_each_item_and_logged_as_an_error(
     assert logged.exc_info is None
 
 
-def test_community_filter(paycollect_live, pay):
+def test_community_filter(paycollect_in_process, pay):
     txn = pay("10.00")
     age(txn)
     Community.objects.create(community_id="other-community")
     assert reconcile(community_id="other-community")[0].fetched == 0
-    assert reconcile(community_id=paycollect_live.community_id)[0].fetched == 1
+    assert reconcile(community_id=paycollect_in_process.community_id)[0].fetched == 1
 
 
-def test_summary_is_json_serialisable(paycollect_live, pay):
+def test_summary_is_json_serialisable(paycollect_in_process, pay):
     import json
 
     age(pay("10.00"))
@@ -318,9 +328,9 @@ def test_parse_age_refuses_what_it_does_not_know(text):
 # --- the command --------------------------------------------------------------------------------
 
 
-def test_command_prints_progress_and_a_summary(paycollect_live, pay):
+def test_command_prints_progress_and_a_summary(paycollect_in_process, pay):
     txns = [pay("10.00") for _ in range(3)]
-    paycollect_live.control.complete(txns[1].uuid)
+    paycollect_in_process.control.complete(txns[1].uuid)
     age(*txns)
     out = StringIO()
     call_command("paycollect_reconcile", "--older-than", "30m", stdout=out)
@@ -334,16 +344,16 @@ def test_command_prints_progress_and_a_summary(paycollect_live, pay):
     assert "errors: 0" in text
 
 
-def test_command_says_when_there_is_nothing_to_do(paycollect_live):
+def test_command_says_when_there_is_nothing_to_do(paycollect_in_process):
     out = StringIO()
-    call_command("paycollect_reconcile", "--community", paycollect_live.community_id, stdout=out)
+    call_command("paycollect_reconcile", "--community", paycollect_in_process.community_id, stdout=out)
     assert "Nothing to reconcile." in out.getvalue()
-    assert f"Reconciliation of community {paycollect_live.community_id}" in out.getvalue()
+    assert f"Reconciliation of community {paycollect_in_process.community_id}" in out.getvalue()
 
 
-def test_command_fails_with_status_1_when_an_item_failed(paycollect_live, pay):
+def test_command_fails_with_status_1_when_an_item_failed(paycollect_in_process, pay):
     age(pay("10.00"))
-    paycollect_live.control.fault("fetch_transaction", "status", status=500)
+    paycollect_in_process.control.fault("fetch_transaction", "status", status=500)
     out, err = StringIO(), StringIO()
     with pytest.raises(CommandError, match="1 item") as caught:
         call_command("paycollect_reconcile", stdout=out, stderr=err)
@@ -376,7 +386,7 @@ def test_command_line_shows_a_usage_error_not_a_traceback():
 # --- at scale: given up, fanned out, concurrent, slim ------------------------------------------------
 
 
-def test_open_transactions_past_the_give_up_age_are_left_to_a_person(paycollect_live, pay, settings):
+def test_open_transactions_past_the_give_up_age_are_left_to_a_person(paycollect_in_process, pay, settings):
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "RECONCILE_GIVE_UP_AFTER": 7 * 86400}
     recent, abandoned = pay("10.00"), pay("20.00")
     age(recent)
@@ -391,10 +401,10 @@ def test_open_transactions_past_the_give_up_age_are_left_to_a_person(paycollect_
     assert reconcile()[0].fetched == 1  # never given up: fetched whatever its age
 
 
-def test_a_large_run_is_handed_out_in_chunks(paycollect_live, pay, monkeypatch):
+def test_a_large_run_is_handed_out_in_chunks(paycollect_in_process, pay, monkeypatch):
     monkeypatch.setattr("django_paycollect.reconciliation.steps.CHUNK_SIZE", 2)
     txns = [pay("10.00") for _ in range(3)]
-    paycollect_live.control.complete(txns[2].uuid)
+    paycollect_in_process.control.complete(txns[2].uuid)
     age(*txns)
     chunks: list[list[int]] = []
 
@@ -407,12 +417,12 @@ def test_a_large_run_is_handed_out_in_chunks(paycollect_live, pay, monkeypatch):
     assert Transaction.objects.get(pk=txns[2].pk).status == Transaction.SUCCESSFUL
 
 
-def test_a_sync_reads_the_community_once_per_run_and_writes_only_what_changed(paycollect_live, pay):
+def test_a_sync_reads_the_community_once_per_run_and_writes_only_what_changed(paycollect_in_process, pay):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     txns = [pay("10.00") for _ in range(3)]
-    paycollect_live.control.complete(txns[0].uuid)
+    paycollect_in_process.control.complete(txns[0].uuid)
     age(*txns)
     with CaptureQueriesContext(connection) as captured:
         summary = reconciliation.reconcile_chunk([txn.pk for txn in txns])
@@ -442,7 +452,7 @@ def _transaction_statements(captured) -> tuple[list[str], list[str]]:
 
 
 def test_a_fetch_that_changes_nothing_reads_no_row_and_writes_only_what_every_fetch_writes(
-    paycollect_live, pay, signal_log
+    paycollect_in_process, pay, signal_log
 ):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -477,7 +487,9 @@ def test_a_fetch_that_changes_nothing_reads_no_row_and_writes_only_what_every_fe
     ],
     ids=["status", "outcome_unknown"],
 )
-def test_a_row_changed_since_it_was_read_is_applied_under_the_lock(paycollect_live, pay, changed, expected):
+def test_a_row_changed_since_it_was_read_is_applied_under_the_lock(
+    paycollect_in_process, pay, changed, expected
+):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -499,9 +511,9 @@ def test_a_row_changed_since_it_was_read_is_applied_under_the_lock(paycollect_li
     assert not TransactionStatusChange.objects.filter(transaction=txn, source="reconcile").exists()
 
 
-def test_a_fetch_whose_answer_cannot_be_applied_is_still_recorded(paycollect_live, pay, monkeypatch):
+def test_a_fetch_whose_answer_cannot_be_applied_is_still_recorded(paycollect_in_process, pay, monkeypatch):
     txn = pay("10.00")
-    paycollect_live.control.complete(txn.uuid)
+    paycollect_in_process.control.complete(txn.uuid)
 
     def broken(*args, **kwargs):
         raise RuntimeError("applying failed")

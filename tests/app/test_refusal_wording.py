@@ -57,8 +57,8 @@ def test_an_amount_refused_by_the_service_layer_reads_in_the_language_it_is_read
 
 
 @live
-def test_refusals_of_the_state_read_in_arabic_and_their_records_in_english(paycollect_live):
-    community = paycollect_live.community_id
+def test_refusals_of_the_state_read_in_arabic_and_their_records_in_english(paycollect_in_process):
+    community = paycollect_in_process.community_id
     unpaid = local(community, status=Transaction.PENDING, uuid="0b0b0b0b-1111-4222-8333-444455556666")
     captured = local(
         community, status=Transaction.SUCCESSFUL, capture_state=Transaction.CAPTURE_DONE, uuid="c-1"
@@ -100,7 +100,7 @@ def test_refusals_of_the_state_read_in_arabic_and_their_records_in_english(payco
         assert describe_error(refusals["settle"]) == (
             "StateConflict: Only a refund of unknown outcome or long pending is settled by hand (succeeded)."
         )
-    assert paycollect_live.control.journal("refund") == []  # refused before anything was sent
+    assert paycollect_in_process.control.journal("refund") == []  # refused before anything was sent
 
 
 @pytest.mark.django_db
@@ -141,7 +141,9 @@ SERVICE_PROMOCODE_WORDS = "Promocode not found."
 
 
 @live
-def test_a_phone_the_service_refuses_is_told_in_our_words_and_its_own_are_kept_in_the_record(paycollect_live):
+def test_a_phone_the_service_refuses_is_told_in_our_words_and_its_own_are_kept_in_the_record(
+    paycollect_in_process,
+):
     # Our rule lets +2010012 through (7 digits after the +); the service wants 10 to 15.
     refused = refusal_of(
         services.start_payment,
@@ -173,7 +175,7 @@ def test_a_phone_the_service_refuses_is_told_in_our_words_and_its_own_are_kept_i
 
 
 @live
-def test_a_promocode_the_service_refuses_is_told_in_our_words_once(paycollect_live):
+def test_a_promocode_the_service_refuses_is_told_in_our_words_once(paycollect_in_process):
     for code in ("EXPIRED20", "NO-SUCH-CODE"):
         refused = refusal_of(
             services.validate_promocode, code, amount=Decimal("100.00"), phone_number="+201001234567"
@@ -194,7 +196,9 @@ def test_a_promocode_the_service_refuses_is_told_in_our_words_once(paycollect_li
 
 
 @live
-def test_a_customer_s_mobile_the_service_refuses_on_a_direct_order_is_told_in_our_words(paycollect_live):
+def test_a_customer_s_mobile_the_service_refuses_on_a_direct_order_is_told_in_our_words(
+    paycollect_in_process,
+):
     refused = refusal_of(
         services.create_direct_order,
         name="Invoice",

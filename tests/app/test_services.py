@@ -1,4 +1,4 @@
-"""The service layer against a live sandbox over HTTP: each operation, its ApiCall, state and signals."""
+"""The service layer against the sandbox served in process: each operation, its ApiCall, state and signals."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
 # --- prepare amount and start payment -------------------------------------------------------
 
 
-def test_prepare_amount_adds_the_services_fees_and_records_the_call(paycollect_live):
+def test_prepare_amount_adds_the_services_fees_and_records_the_call(paycollect_in_process):
     total = services.prepare_amount(Decimal("100.00"))
     assert isinstance(total, Decimal)
     assert total > Decimal("100.00")
@@ -43,12 +43,12 @@ def test_prepare_amount_adds_the_services_fees_and_records_the_call(paycollect_l
     assert call.data["total_amount"] == str(total)
 
 
-def test_start_payment_returns_a_pending_transaction_with_its_page(paycollect_live, pay, signal_log):
+def test_start_payment_returns_a_pending_transaction_with_its_page(paycollect_in_process, pay, signal_log):
     txn = pay("100.00", merchant_reference="order-1")
     assert txn.status == Transaction.PENDING
     assert txn.uuid
     assert txn.service_id
-    assert txn.iframe_url.startswith(paycollect_live.base_url)
+    assert txn.iframe_url.startswith(paycollect_in_process.base_url)
     assert txn.total_amount == Decimal("100.00")
     assert txn.total_amount_piasters == 10000
     assert list(txn.status_changes.values_list("from_status", "to_status")) == [("NEW", "PENDING")]
@@ -63,40 +63,42 @@ def test_start_payment_returns_a_pending_transaction_with_its_page(paycollect_li
         "email": "m***@example.com",
         "phone_number": "+20***4567",
     }
-    assert paycollect_live.control.journal("pay")[0]["body"]["billing_data"]["email"] == BILLING["email"]
+    assert (
+        paycollect_in_process.control.journal("pay")[0]["body"]["billing_data"]["email"] == BILLING["email"]
+    )
 
 
-def test_kiosk_payment_keeps_the_bill_reference(paycollect_live, pay):
+def test_kiosk_payment_keeps_the_bill_reference(paycollect_in_process, pay):
     txn = pay("80.00", pay_using="kiosk")
     assert txn.bill_reference
     assert txn.kiosk_message
     assert txn.status == Transaction.PENDING
 
 
-def test_same_merchant_reference_never_charges_twice(paycollect_live, pay):
+def test_same_merchant_reference_never_charges_twice(paycollect_in_process, pay):
     first = pay("100.00", merchant_reference="cart-42")
     again = pay("100.00", merchant_reference="cart-42")
     assert again.pk == first.pk
-    assert len(paycollect_live.control.journal("pay")) == 1
+    assert len(paycollect_in_process.control.journal("pay")) == 1
     # Once the first one failed, the customer may try again.
-    complete(paycollect_live, first, "FAILED")
+    complete(paycollect_in_process, first, "FAILED")
     retry = pay("100.00", merchant_reference="cart-42")
     assert retry.pk != first.pk
-    assert len(paycollect_live.control.journal("pay")) == 2
+    assert len(paycollect_in_process.control.journal("pay")) == 2
 
 
-def test_fees_in_the_bill_charge_the_prepared_total(paycollect_live, pay, settings):
+def test_fees_in_the_bill_charge_the_prepared_total(paycollect_in_process, pay, settings):
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "FEES_IN_BILL": True}
     expected = services.prepare_amount(Decimal("100.00"))
     txn = pay("100.00")
     assert txn.original_amount == Decimal("100.00")
     assert txn.total_amount == expected
-    sent = paycollect_live.control.journal("pay")[0]["body"]
+    sent = paycollect_in_process.control.journal("pay")[0]["body"]
     assert Decimal(str(sent["amount"])) == expected
     assert Decimal(str(sent["original_amount"])) == Decimal("100.00")
 
 
-def test_bad_input_is_refused_naming_the_field_and_nothing_is_stored_or_sent(paycollect_live, pay):
+def test_bad_input_is_refused_naming_the_field_and_nothing_is_stored_or_sent(paycollect_in_process, pay):
     with pytest.raises(PaymentRefused) as caught:
         pay("100.00", billing_data={**BILLING, "phone_number": "0100123", "name": "Mona"})
     assert set(caught.value.message_dict) == {"billing_data.phone_number", "billing_data.name"}
@@ -104,11 +106,11 @@ def test_bad_input_is_refused_naming_the_field_and_nothing_is_stored_or_sent(pay
         pay("10.005")
     assert "amount" in caught.value.message_dict
     assert not Transaction.objects.exists()
-    assert paycollect_live.control.journal("pay") == []
+    assert paycollect_in_process.control.journal("pay") == []
 
 
 def test_amounts_above_the_maximum_are_refused_naming_the_field_before_anything_is_stored_or_sent(
-    paycollect_live, pay, paid_transaction, settings
+    paycollect_in_process, pay, paid_transaction, settings
 ):
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "MAX_AMOUNT": Decimal("500.00")}
     too_much = "Enter at most 500.00."
@@ -138,14 +140,14 @@ def test_amounts_above_the_maximum_are_refused_naming_the_field_before_anything_
     assert not DirectOrder.objects.exists()
     assert not Refund.objects.exists()
     for operation in ("prepare_amount", "validate_promocode", "direct_order", "refund"):
-        assert paycollect_live.control.journal(operation) == []  # ... and nothing sent
-    assert len(paycollect_live.control.journal("pay")) == 1  # the paid transaction's own
+        assert paycollect_in_process.control.journal(operation) == []  # ... and nothing sent
+    assert len(paycollect_in_process.control.journal("pay")) == 1  # the paid transaction's own
 
     # The maximum itself is accepted.
     assert pay("500.00").status == Transaction.PENDING
 
 
-def test_a_payment_the_service_refuses_is_rejected_with_its_field_errors(paycollect_live, pay):
+def test_a_payment_the_service_refuses_is_rejected_with_its_field_errors(paycollect_in_process, pay):
     with pytest.raises(PaymentRefused) as caught:
         pay("100.00", variable_amount_id=999999)
     assert "variable_amount_id" in caught.value.message_dict
@@ -155,36 +157,36 @@ def test_a_payment_the_service_refuses_is_rejected_with_its_field_errors(paycoll
     assert ApiCall.objects.get(operation="pay").error_class == "ValidationError"
 
 
-def test_work_done_then_answer_lost_leaves_the_payment_unknown_and_never_resends(paycollect_live, pay):
-    paycollect_live.control.fault("pay", "drop_after")
+def test_work_done_then_answer_lost_leaves_the_payment_unknown_and_never_resends(paycollect_in_process, pay):
+    paycollect_in_process.control.fault("pay", "drop_after")
     txn = pay("100.00", merchant_reference="order-lost")
     assert txn.outcome_unknown
     assert txn.status == Transaction.NEW
     assert not txn.uuid
-    assert len(paycollect_live.control.journal("pay")) == 1
+    assert len(paycollect_in_process.control.journal("pay")) == 1
     call = ApiCall.objects.get(operation="pay")
     assert call.outcome_unknown
     assert call.error_class == "OutcomeUnknownError"
     # Asking again for the same reference returns the unknown one: no second charge.
     assert pay("100.00", merchant_reference="order-lost").pk == txn.pk
-    assert len(paycollect_live.control.journal("pay")) == 1
+    assert len(paycollect_in_process.control.journal("pay")) == 1
 
 
-def test_state_changing_services_refuse_to_run_inside_atomic(paycollect_live, pay, paid_transaction):
+def test_state_changing_services_refuse_to_run_inside_atomic(paycollect_in_process, pay, paid_transaction):
     with db_transaction.atomic():
         with pytest.raises(ServiceUsageError, match="atomic"):
             pay("100.00")
         with pytest.raises(ServiceUsageError):
             services.refund(paid_transaction, Decimal("1.00"))
-    assert paycollect_live.control.journal("refund") == []
+    assert paycollect_in_process.control.journal("refund") == []
 
 
 # --- sync and the status machine -------------------------------------------------------------
 
 
-def test_sync_applies_the_fetched_status_and_signals_once(paycollect_live, pay, signal_log):
+def test_sync_applies_the_fetched_status_and_signals_once(paycollect_in_process, pay, signal_log):
     txn = pay("100.00")
-    paycollect_live.control.complete(txn.uuid, "SUCCESSFUL")
+    paycollect_in_process.control.complete(txn.uuid, "SUCCESSFUL")
     txn = services.sync_transaction(txn)
     txn = services.sync_transaction(txn)
     assert txn.status == Transaction.SUCCESSFUL
@@ -197,7 +199,7 @@ def test_sync_applies_the_fetched_status_and_signals_once(paycollect_live, pay, 
     assert ApiCall.objects.filter(operation="get_transaction", transaction=txn).count() == 2
 
 
-def test_status_only_moves_forward(paid_transaction, signal_log):
+def test_status_only_moves_forward(paycollect_in_process, paid_transaction, signal_log):
     with db_transaction.atomic():
         txn = Transaction.objects.select_for_update().get(pk=paid_transaction.pk)
         assert not apply_status(txn, "PENDING", source="test")
@@ -208,8 +210,8 @@ def test_status_only_moves_forward(paid_transaction, signal_log):
     assert signal_log.sent == []
 
 
-def test_a_late_success_after_a_failure_is_recorded(paycollect_live, pay, signal_log):
-    txn = complete(paycollect_live, pay("100.00"), "FAILED")
+def test_a_late_success_after_a_failure_is_recorded(paycollect_in_process, pay, signal_log):
+    txn = complete(paycollect_in_process, pay("100.00"), "FAILED")
     with db_transaction.atomic():
         txn = Transaction.objects.select_for_update().get(pk=txn.pk)
         assert apply_status(txn, "SUCCESSFUL", source="test")
@@ -218,7 +220,7 @@ def test_a_late_success_after_a_failure_is_recorded(paycollect_live, pay, signal
     assert signal_log.count("payment_failed") == 1
 
 
-def test_unknown_status_is_kept_and_flagged_never_applied(paid_transaction):
+def test_unknown_status_is_kept_and_flagged_never_applied(paycollect_in_process, paid_transaction):
     with db_transaction.atomic():
         txn = Transaction.objects.select_for_update().get(pk=paid_transaction.pk)
         assert not apply_status(txn, "PARTIALLY_REFUNDED", source="test")
@@ -229,10 +231,10 @@ def test_unknown_status_is_kept_and_flagged_never_applied(paid_transaction):
     assert txn.status_unrecognised
 
 
-def test_amount_mismatch_flags_instead_of_marking_paid(paycollect_live, pay, signal_log):
+def test_amount_mismatch_flags_instead_of_marking_paid(paycollect_in_process, pay, signal_log):
     txn = pay("100.00")
     Transaction.objects.filter(pk=txn.pk).update(total_amount=Decimal("10.00"))  # what we expected to be paid
-    paycollect_live.control.complete(txn.uuid, "SUCCESSFUL")
+    paycollect_in_process.control.complete(txn.uuid, "SUCCESSFUL")
     txn = services.sync_transaction(Transaction.objects.get(pk=txn.pk))
     assert txn.amount_mismatch
     assert txn.status == Transaction.PENDING
@@ -243,12 +245,12 @@ def test_amount_mismatch_flags_instead_of_marking_paid(paycollect_live, pay, sig
     assert mismatch["differences"] == {"total_amount": ("10.00", "100.00")}
 
 
-def test_sync_of_an_unknown_uuid_creates_it_from_the_fetched_object(paycollect_live):
-    started = paycollect_live.client.pay(
-        community_id=paycollect_live.community_id,
+def test_sync_of_an_unknown_uuid_creates_it_from_the_fetched_object(paycollect_in_process):
+    started = paycollect_in_process.client.pay(
+        community_id=paycollect_in_process.community_id,
         amount=Decimal("30.00"),
         original_amount=Decimal("30.00"),
-        variable_amount_id=paycollect_live.variable_amount_id,
+        variable_amount_id=paycollect_in_process.variable_amount_id,
         billing_data=BILLING,
     )
     txn = services.sync_transaction(uuid=started.result.transaction_uuid)
@@ -288,6 +290,7 @@ def _verification_queries(sb) -> int:
 def test_verifying_a_callback_of_an_unknown_transaction_takes_ten_queries_whatever_the_history(
     paycollect_live,
 ):
+    # The live sandbox: one served in process would write its own rows on this connection, counted here.
     _verification_queries(paycollect_live)  # warms what is read once per process
     first = _verification_queries(paycollect_live)
     for n in range(50):
@@ -302,23 +305,23 @@ def test_verifying_a_callback_of_an_unknown_transaction_takes_ten_queries_whatev
 # --- capture, refund, cancel recurring --------------------------------------------------------
 
 
-def test_capture_once(paycollect_live, paid_transaction, signal_log):
+def test_capture_once(paycollect_in_process, paid_transaction, signal_log):
     txn = services.capture(paid_transaction)
     assert txn.capture_state == Transaction.CAPTURE_DONE
     assert txn.captured_amount == Decimal("100.00")
     assert signal_log.count("capture_succeeded") == 1
     with pytest.raises(StateConflict):
         services.capture(txn)
-    assert len(paycollect_live.control.journal("capture")) == 1
+    assert len(paycollect_in_process.control.journal("capture")) == 1
 
 
-def test_capture_of_an_unpaid_transaction_is_refused_before_sending(paycollect_live, pay):
+def test_capture_of_an_unpaid_transaction_is_refused_before_sending(paycollect_in_process, pay):
     with pytest.raises(StateConflict, match="successful"):
         services.capture(pay("100.00"))
-    assert paycollect_live.control.journal("capture") == []
+    assert paycollect_in_process.control.journal("capture") == []
 
 
-def test_partial_then_remaining_refund(paycollect_live, paid_transaction, signal_log):
+def test_partial_then_remaining_refund(paycollect_in_process, paid_transaction, signal_log):
     first = services.refund(paid_transaction, Decimal("30.00"))
     assert first.state == Refund.SUCCEEDED
     assert first.service_message
@@ -330,25 +333,31 @@ def test_partial_then_remaining_refund(paycollect_live, paid_transaction, signal
     assert rest.state == Refund.SUCCEEDED
     paid_transaction.refresh_from_db()
     assert paid_transaction.refunded_amount == Decimal("100.00")
-    sent = [Decimal(str(e["body"]["refund_amount"])) for e in paycollect_live.control.journal("refund")]
+    sent = [Decimal(str(e["body"]["refund_amount"])) for e in paycollect_in_process.control.journal("refund")]
     assert sent == [Decimal("30.00"), Decimal("70.00")]
     assert signal_log.count("refund_succeeded") == 2
     assert ApiCall.objects.filter(operation="refund", refund__isnull=False).count() == 2
 
 
-def test_refund_with_an_unknown_outcome_is_never_resent_and_still_counts(paycollect_live, paid_transaction):
-    paycollect_live.control.fault("refund", "drop_after")
+def test_refund_with_an_unknown_outcome_is_never_resent_and_still_counts(
+    paycollect_in_process, paid_transaction
+):
+    paycollect_in_process.control.fault("refund", "drop_after")
     unknown = services.refund(paid_transaction, Decimal("60.00"))
     assert unknown.state == Refund.UNKNOWN
-    assert len(paycollect_live.control.journal("refund")) == 1
+    assert len(paycollect_in_process.control.journal("refund")) == 1
     with pytest.raises(StateConflict, match=r"40\.00"):
         services.refund(paid_transaction, Decimal("50.00"))
-    assert len(paycollect_live.control.journal("refund")) == 1
+    assert len(paycollect_in_process.control.journal("refund")) == 1
 
 
-def test_a_refund_the_service_refuses_is_failed_and_signalled(paycollect_live, paid_transaction, signal_log):
+def test_a_refund_the_service_refuses_is_failed_and_signalled(
+    paycollect_in_process, paid_transaction, signal_log
+):
     # Someone refunded at the service directly; our books do not know yet.
-    paycollect_live.client.refund(transaction_uuid=paid_transaction.uuid, refund_amount=Decimal("90.00"))
+    paycollect_in_process.client.refund(
+        transaction_uuid=paid_transaction.uuid, refund_amount=Decimal("90.00")
+    )
     with pytest.raises(PaymentRefused) as caught:
         services.refund(paid_transaction, Decimal("50.00"))
     # The service's words, on its field; the refund it left is the refusal's record.
@@ -362,19 +371,21 @@ def test_a_refund_the_service_refuses_is_failed_and_signalled(paycollect_live, p
     assert paid_transaction.refunded_amount == Decimal("0.00")
 
 
-def test_refund_input_is_checked(paid_transaction):
+def test_refund_input_is_checked(paycollect_in_process, paid_transaction):
     with pytest.raises(PaymentRefused) as caught:
         services.refund(paid_transaction, Decimal("1.005"))
     assert "amount" in caught.value.message_dict
     assert not Refund.objects.exists()
 
 
-def test_renewals_join_their_series_and_cancel_stops_them(paycollect_live, recurring_transaction, signal_log):
+def test_renewals_join_their_series_and_cancel_stops_them(
+    paycollect_in_process, recurring_transaction, signal_log
+):
     series = RecurringSeries.objects.get(parent_uuid=recurring_transaction.uuid)
     assert series.parent_transaction == recurring_transaction
     assert series.active
     assert series.minimum_days_between_payments == 30
-    renewals = paycollect_live.control.advance_clock(31)
+    renewals = paycollect_in_process.control.advance_clock(31)
     assert len(renewals) == 1
     charge = services.sync_transaction(uuid=renewals[0])
     assert charge.series == series
@@ -388,16 +399,16 @@ def test_renewals_join_their_series_and_cancel_stops_them(paycollect_live, recur
     assert not series.active
     assert series.cancelled_at
     assert signal_log.count("recurring_series_cancelled") == 1
-    assert paycollect_live.control.advance_clock(62) == []
+    assert paycollect_in_process.control.advance_clock(62) == []
     with pytest.raises(StateConflict):
         services.cancel_recurring(series)
-    assert len(paycollect_live.control.journal("cancel_recurring")) == 1
+    assert len(paycollect_in_process.control.journal("cancel_recurring")) == 1
 
 
 # --- direct orders, promocodes, communities, statistics ----------------------------------------
 
 
-def test_direct_order_is_created_with_its_payment_link(paycollect_live, signal_log):
+def test_direct_order_is_created_with_its_payment_link(paycollect_in_process, signal_log):
     order = services.create_direct_order(
         name="Invoice 7",
         amount=Decimal("500.00"),
@@ -413,9 +424,9 @@ def test_direct_order_is_created_with_its_payment_link(paycollect_live, signal_l
     )
     assert order.state == DirectOrder.CREATED
     assert order.payment_id
-    assert order.payment_link.startswith(paycollect_live.base_url)
+    assert order.payment_link.startswith(paycollect_in_process.base_url)
     assert signal_log.count("direct_order_created") == 1
-    sent = paycollect_live.control.journal("direct_order")[0]["body"]
+    sent = paycollect_in_process.control.journal("direct_order")[0]["body"]
     assert sent["tags"] == [{"id": 1, "name": "invoices"}]
     assert sent["custom_fields"][0]["field_choices"] == "S,M,L"
     stored = ApiCall.objects.get(operation="create_direct_order")
@@ -423,7 +434,7 @@ def test_direct_order_is_created_with_its_payment_link(paycollect_live, signal_l
     assert stored.request_body["customer_email"] == "o***@example.com"
 
 
-def test_direct_order_input_errors_name_the_field(paycollect_live):
+def test_direct_order_input_errors_name_the_field(paycollect_in_process):
     order = {
         "name": "Invoice",
         "amount": Decimal("100.00"),
@@ -440,10 +451,10 @@ def test_direct_order_input_errors_name_the_field(paycollect_live):
         services.create_direct_order(**order, discount_amount=Decimal("100.00"))
     assert set(caught.value.message_dict) == {"discount_amount"}
     assert not DirectOrder.objects.exists()
-    assert paycollect_live.control.journal("direct_order") == []
+    assert paycollect_in_process.control.journal("direct_order") == []
 
 
-def test_promocode_valid_and_unknown(paycollect_live):
+def test_promocode_valid_and_unknown(paycollect_in_process):
     valid = services.validate_promocode("SAVE10", amount=Decimal("100.00"), phone_number="+201001234567")
     assert valid.promocode_id
     assert valid.value is not None
@@ -453,16 +464,16 @@ def test_promocode_valid_and_unknown(paycollect_live):
     assert ApiCall.objects.filter(operation="validate_promocode").count() == 3
 
 
-def test_create_community_with_a_png_and_refused_with_text(paycollect_live):
+def test_create_community_with_a_png_and_refused_with_text(paycollect_in_process):
     services.create_community(name="Second Club", logo=Logo("logo.png", PNG), app_modules=["Event"])
-    assert any(c["name"] == "Second Club" for c in paycollect_live.control.communities())
+    assert any(c["name"] == "Second Club" for c in paycollect_in_process.control.communities())
     with pytest.raises(PaymentRefused) as caught:
         services.create_community(name="Third Club", logo=Logo("logo.txt", b"not an image"))
     assert "logo" in caught.value.message_dict
     assert ApiCall.objects.filter(operation="create_community", sent=False).count() == 1
 
 
-def test_statistics_snapshot_matches_the_ledger(paycollect_live, paid_transaction):
+def test_statistics_snapshot_matches_the_ledger(paycollect_in_process, paid_transaction):
     snapshot = services.fetch_statistics()
     assert isinstance(snapshot, StatisticsSnapshot)
     assert snapshot.total_number_of_transactions >= 1
@@ -473,20 +484,20 @@ def test_statistics_snapshot_matches_the_ledger(paycollect_live, paid_transactio
 
 
 def test_no_secret_in_any_api_call_row_or_log_record(
-    paycollect_live, recurring_transaction, caplog, settings
+    paycollect_in_process, recurring_transaction, caplog, settings
 ):
     caplog.set_level("DEBUG")
     services.refund(recurring_transaction, Decimal("10.00"))
     services.capture(recurring_transaction)
     services.fetch_statistics()
     services.cancel_recurring(RecurringSeries.objects.get())
-    paycollect_live.control.fault(
-        "refund", "html", status=403, body=f"<html>{paycollect_live.api_key}</html>"
+    paycollect_in_process.control.fault(
+        "refund", "html", status=403, body=f"<html>{paycollect_in_process.api_key}</html>"
     )
     services.refund(recurring_transaction, Decimal("5.00"))
     secrets = [
-        paycollect_live.api_key,
-        paycollect_live.basic_password,
+        paycollect_in_process.api_key,
+        paycollect_in_process.basic_password,
         settings.PAYCOLLECT["CALLBACK_TOKENS"][0],
     ]
     stored = json.dumps(list(ApiCall.objects.values()), default=str)
@@ -497,7 +508,7 @@ def test_no_secret_in_any_api_call_row_or_log_record(
         assert secret not in logged
 
 
-def test_every_status_change_is_recorded(paid_transaction):
+def test_every_status_change_is_recorded(paycollect_in_process, paid_transaction):
     changes = list(
         TransactionStatusChange.objects.filter(transaction=paid_transaction).values_list(
             "to_status", "source"
@@ -506,24 +517,26 @@ def test_every_status_change_is_recorded(paid_transaction):
     assert changes == [("PENDING", "pay"), ("SUCCESSFUL", "sync")]
 
 
-def test_expiry_dates_are_sent_as_the_spec_writes_them(paycollect_live, pay):
+def test_expiry_dates_are_sent_as_the_spec_writes_them(paycollect_in_process, pay):
     pay("20.00", recurring={"expiry_date": dt.date(2031, 5, 1), "minimum_days_between_payments": 7})
-    body = paycollect_live.control.journal("pay")[0]["body"]
+    body = paycollect_in_process.control.journal("pay")[0]["body"]
     assert body["is_recurring"] is True
     assert body["expiry_date"] == "2031-05-01"
     assert body["minimum_days_between_payments"] == 7
 
 
-def test_refund_refused_when_the_refundable_amount_changed_since_shown(paycollect_live, paid_transaction):
+def test_refund_refused_when_the_refundable_amount_changed_since_shown(
+    paycollect_in_process, paid_transaction
+):
     services.refund(paid_transaction, Decimal("10.00"))
     with pytest.raises(StateConflict, match=r"changed from 100\.00 to 90\.00"):
         services.refund(paid_transaction, Decimal("10.00"), expected_refundable=Decimal("100.00"))
     done = services.refund(paid_transaction, Decimal("10.00"), expected_refundable=Decimal("90.00"))
     assert done.state == Refund.SUCCEEDED
-    assert len(paycollect_live.control.journal("refund")) == 2
+    assert len(paycollect_in_process.control.journal("refund")) == 2
 
 
-def test_anonymous_users_are_recorded_as_nobody(paycollect_live, paid_transaction):
+def test_anonymous_users_are_recorded_as_nobody(paycollect_in_process, paid_transaction):
     from django.contrib.auth.models import AnonymousUser
 
     done = services.refund(paid_transaction, Decimal("1.00"), user=AnonymousUser())

@@ -34,31 +34,33 @@ def test_every_key_is_documented_and_the_reference_documents_no_other():
 
 @live
 @pytest.mark.parametrize("method", ["POST", "GET"])
-def test_promocode_method_is_the_method_validate_promocode_is_sent_with(paycollect_live, settings, method):
+def test_promocode_method_is_the_method_validate_promocode_is_sent_with(
+    paycollect_in_process, settings, method
+):
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "PROMOCODE_METHOD": method}
     found = services.validate_promocode("SAVE10", amount=Decimal("100.00"), phone_number="+201001234567")
     assert found.promocode_id
-    [sent] = paycollect_live.control.journal("validate_promocode")
+    [sent] = paycollect_in_process.control.journal("validate_promocode")
     assert (sent["method"], sent["body"]["name"]) == (method, "SAVE10")  # GET carries its body too
     assert ApiCall.objects.get(operation="validate_promocode").method == method
 
 
 @live
 def test_default_currency_and_pay_using_are_what_a_payment_naming_none_is_started_with(
-    paycollect_live, pay, settings
+    paycollect_in_process, pay, settings
 ):
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "DEFAULT_CURRENCY": "USD", "DEFAULT_PAY_USING": "kiosk"}
     started = pay("25.00")
     assert (started.currency, started.pay_using) == ("USD", "kiosk")
     assert started.bill_reference  # a kiosk payment: a bill reference, no payment page
-    [sent] = paycollect_live.control.journal("pay")
+    [sent] = paycollect_in_process.control.journal("pay")
     assert (sent["body"]["currency"], sent["body"]["pay_using"]) == ("USD", "kiosk")
     named = pay("25.00", currency="EGP", pay_using="card")  # a call naming them is not overridden
     assert (named.currency, named.pay_using) == ("EGP", "card")
 
 
 @live
-def test_store_request_bodies_off_stores_none_and_on_stores_them_masked(paycollect_live, pay, settings):
+def test_store_request_bodies_off_stores_none_and_on_stores_them_masked(paycollect_in_process, pay, settings):
     pay("10.00", merchant_reference="stored")
     stored = ApiCall.objects.get(operation="pay")
     assert stored.request_body["billing_data"]["name"] == "M*** A***"  # personal data masked, always
@@ -70,11 +72,11 @@ def test_store_request_bodies_off_stores_none_and_on_stores_them_masked(paycolle
 
 @live
 @pytest.mark.parametrize("form", ["pair", "text"])
-def test_basic_credentials_are_what_dashboard_statistics_is_asked_with(paycollect_live, settings, form):
-    user, password = paycollect_live.basic_credentials
+def test_basic_credentials_are_what_dashboard_statistics_is_asked_with(paycollect_in_process, settings, form):
+    user, password = paycollect_in_process.basic_credentials
     given = (user, password) if form == "pair" else f"{user}:{password}"
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "BASIC_CREDENTIALS": given}
-    assert services.fetch_statistics().community_id == paycollect_live.community_id
+    assert services.fetch_statistics().community_id == paycollect_in_process.community_id
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "BASIC_CREDENTIALS": None}
     with pytest.raises(PayCollectConfigurationError, match="basic_credentials"):
         services.fetch_statistics()

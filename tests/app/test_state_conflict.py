@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_a_refund_over_what_is_left_is_a_conflict_and_a_malformed_amount_is_not(
-    paycollect_live, paid_transaction
+    paycollect_in_process, paid_transaction
 ):
     services.refund(paid_transaction, Decimal("70.00"))
     with pytest.raises(StateConflict) as over:
@@ -35,7 +35,7 @@ def test_a_refund_over_what_is_left_is_a_conflict_and_a_malformed_amount_is_not(
     assert Refund.objects.count() == 1
 
 
-def test_capturing_an_unpaid_payment_or_twice_is_a_conflict(paycollect_live, pay, paid_transaction):
+def test_capturing_an_unpaid_payment_or_twice_is_a_conflict(paycollect_in_process, pay, paid_transaction):
     with pytest.raises(StateConflict):
         services.capture(pay("20.00", merchant_reference="unpaid"))
     services.capture(paid_transaction)
@@ -45,14 +45,14 @@ def test_capturing_an_unpaid_payment_or_twice_is_a_conflict(paycollect_live, pay
         services.refund(pay("20.00", merchant_reference="unpaid-2"))
 
 
-def test_cancelling_a_cancelled_series_is_a_conflict(paycollect_live, recurring_transaction):
+def test_cancelling_a_cancelled_series_is_a_conflict(paycollect_in_process, recurring_transaction):
     series = RecurringSeries.objects.get(parent_uuid=recurring_transaction.uuid)
     services.cancel_recurring(series)
     with pytest.raises(StateConflict):
         services.cancel_recurring(series)
 
 
-def test_a_payment_started_for_a_user_is_theirs(paycollect_live, pay, django_user_model):
+def test_a_payment_started_for_a_user_is_theirs(paycollect_in_process, pay, django_user_model):
     user = django_user_model.objects.create_user("payer", "payer@example.com", None)
     txn = pay("10.00", merchant_reference="owned", owner=user)
     assert txn.owner == user

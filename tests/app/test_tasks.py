@@ -1,4 +1,4 @@
-"""The Celery tasks, run eagerly (CELERY_TASK_ALWAYS_EAGER) against the live sandbox.
+"""The Celery tasks, run eagerly (CELERY_TASK_ALWAYS_EAGER) against the sandbox served in process.
 
 Each task is applied with a fixed task id, so its ApiCall rows can be checked for it. Arguments and
 results go through JSON first, as a real broker and result backend would carry them.
@@ -102,31 +102,31 @@ def test_beat_schedule_names_registered_tasks_and_drops_stale_runs():
 # --- reads ------------------------------------------------------------------------------------------
 
 
-def test_prepare_amount_task(paycollect_live):
+def test_prepare_amount_task(paycollect_in_process):
     total = run(tasks.prepare_amount, "t-prepare", amount="100.00")
     assert Decimal(total) > Decimal("100.00")
     assert calls("prepare_amount")[0].task_id == "t-prepare"
 
 
-def test_amounts_must_not_be_floats(paycollect_live):
+def test_amounts_must_not_be_floats(paycollect_in_process):
     with pytest.raises(PaymentRefused, match=r"not the float 100\.1"):
         tasks.prepare_amount.apply(kwargs={"amount": 100.1}, task_id="t-float").get()
     assert not ApiCall.objects.exists()
 
 
-def test_sync_transaction_task_by_pk_and_by_uuid(paycollect_live, pay):
+def test_sync_transaction_task_by_pk_and_by_uuid(paycollect_in_process, pay):
     txn = pay("70.00")
-    paycollect_live.control.complete(txn.uuid)
+    paycollect_in_process.control.complete(txn.uuid)
     result = run(tasks.sync_transaction, "t-sync", transaction_id=txn.pk)
     assert result["status"] == Transaction.SUCCESSFUL
     assert result["uuid"] == txn.uuid
     assert calls("get_transaction")[0].task_id == "t-sync"
     # A uuid we never stored (a payment started elsewhere) is created from the fetched object.
-    other = paycollect_live.client.pay(
-        community_id=paycollect_live.community_id,
+    other = paycollect_in_process.client.pay(
+        community_id=paycollect_in_process.community_id,
         amount=Decimal("15.00"),
         original_amount=Decimal("15.00"),
-        variable_amount_id=paycollect_live.variable_amount_id,
+        variable_amount_id=paycollect_in_process.variable_amount_id,
         billing_data=BILLING,
     ).result
     result = run(tasks.sync_transaction, "t-sync-uuid", uuid=other.transaction_uuid)
@@ -134,22 +134,22 @@ def test_sync_transaction_task_by_pk_and_by_uuid(paycollect_live, pay):
     assert calls("get_transaction")[-1].task_id == "t-sync-uuid"
 
 
-def test_read_task_meeting_a_503_retries_with_the_same_task_id(paycollect_live, pay):
+def test_read_task_meeting_a_503_retries_with_the_same_task_id(paycollect_in_process, pay):
     txn = pay("30.00")
-    paycollect_live.control.complete(txn.uuid)
+    paycollect_in_process.control.complete(txn.uuid)
     # The client tries twice (MAX_NETWORK_RETRIES=1) and gives up; the task retries and succeeds.
-    paycollect_live.control.fault("fetch_transaction", "status", status=503, times=2)
+    paycollect_in_process.control.fault("fetch_transaction", "status", status=503, times=2)
     result = run(tasks.sync_transaction, "t-503", transaction_id=txn.pk)
     assert result["status"] == Transaction.SUCCESSFUL
     rows = calls("get_transaction")
     assert [r.error_class for r in rows] == ["ServerError", ""]
     assert {r.task_id for r in rows} == {"t-503"}
-    assert len(paycollect_live.control.journal("fetch_transaction")) == 3
+    assert len(paycollect_in_process.control.journal("fetch_transaction")) == 3
 
 
-def test_read_task_retries_through_the_broker_when_not_eager(paycollect_live, pay, monkeypatch):
+def test_read_task_retries_through_the_broker_when_not_eager(paycollect_in_process, pay, monkeypatch):
     txn = pay("30.00")
-    paycollect_live.control.fault("fetch_transaction", "status", status=503, times=2)
+    paycollect_in_process.control.fault("fetch_transaction", "status", status=503, times=2)
     retried: list[dict[str, Any]] = []
     task = tasks.sync_transaction._get_current_object()
 
@@ -173,22 +173,22 @@ def test_read_task_retries_through_the_broker_when_not_eager(paycollect_live, pa
     assert calls("get_transaction")[0].task_id == "t-worker"
 
 
-def test_read_task_gives_up_after_its_retries(paycollect_live, pay):
+def test_read_task_gives_up_after_its_retries(paycollect_in_process, pay):
     from django_paycollect.client import ServerError
 
     txn = pay("30.00")
-    paycollect_live.control.fault("fetch_transaction", "status", status=503, times=None)
+    paycollect_in_process.control.fault("fetch_transaction", "status", status=503, times=None)
     try:
         with pytest.raises(ServiceUnavailable) as caught:
             run(tasks.sync_transaction, "t-503-forever", transaction_id=txn.pk)
         assert isinstance(caught.value.__cause__, ServerError)
     finally:
-        paycollect_live.control.clear_faults()
-    assert len(calls("get_transaction")) == 1 + READ_MAX_RETRIES
+        paycollect_in_process.control.clear_faults()
+    assert len(calls("get_transaction")) == 1 + tasks.READ_MAX_RETRIES
 
 
 def test_a_misconfiguration_fails_a_task_at_once_loudly_and_a_refusal_quietly(
-    paycollect_live, paid_transaction, settings
+    paycollect_in_process, paid_transaction, settings
 ):
     # Credentials the service refuses fail the same way on every try: never retried, and not one of the
     # expected refusals, so the worker logs it with its traceback.
@@ -206,7 +206,7 @@ def test_a_misconfiguration_fails_a_task_at_once_loudly_and_a_refusal_quietly(
         assert not isinstance(PayCollectConfigurationError("wrong"), task.throws)
 
 
-def test_validate_promocode_task(paycollect_live):
+def test_validate_promocode_task(paycollect_in_process):
     result = run(
         tasks.validate_promocode, "t-promo", name="SAVE10", amount="100.00", phone_number="+201001234567"
     )
@@ -223,7 +223,7 @@ def test_validate_promocode_task(paycollect_live):
     assert len(calls("validate_promocode")) == 2
 
 
-def test_fetch_statistics_task(paycollect_live, paid_transaction):
+def test_fetch_statistics_task(paycollect_in_process, paid_transaction):
     result = run(tasks.fetch_statistics, "t-stats")
     assert StatisticsSnapshot.objects.get().pk == result["snapshot_id"]
     assert calls("dashboard_statistics")[0].task_id == "t-stats"
@@ -232,7 +232,7 @@ def test_fetch_statistics_task(paycollect_live, paid_transaction):
 # --- state-changing operations ------------------------------------------------------------------------
 
 
-def test_start_payment_task(paycollect_live, admin_user):
+def test_start_payment_task(paycollect_in_process, admin_user):
     result = run(
         tasks.start_payment,
         "t-pay",
@@ -250,28 +250,28 @@ def test_start_payment_task(paycollect_live, admin_user):
     assert result["iframe_url"] == txn.iframe_url
     assert txn.merchant_object == admin_user
     assert calls("pay")[0].task_id == "t-pay"
-    assert paycollect_live.control.journal("pay")[0]["body"]["is_recurring"] is True
+    assert paycollect_in_process.control.journal("pay")[0]["body"]["is_recurring"] is True
 
 
-def test_start_payment_with_its_answer_lost_is_not_sent_again(paycollect_live):
-    paycollect_live.control.fault("pay", "drop_after")
+def test_start_payment_with_its_answer_lost_is_not_sent_again(paycollect_in_process):
+    paycollect_in_process.control.fault("pay", "drop_after")
     result = run(tasks.start_payment, "t-pay-lost", amount="100.00", billing_data=BILLING)
     assert result["outcome_unknown"] is True
     assert result["status"] == Transaction.NEW
-    assert len(paycollect_live.control.journal("pay")) == 1
+    assert len(paycollect_in_process.control.journal("pay")) == 1
 
 
-def test_a_redelivered_state_changing_task_does_not_call_again(paycollect_live):
+def test_a_redelivered_state_changing_task_does_not_call_again(paycollect_in_process):
     first = run(tasks.start_payment, "t-pay-twice", amount="10.00", billing_data=BILLING)
     # The broker hands the same message (same task id) out again, e.g. after a visibility timeout.
     again = run(tasks.start_payment, "t-pay-twice", amount="10.00", billing_data=BILLING)
     assert again["duplicate_delivery"] is True
     assert again["transaction_id"] == first["transaction_id"]
-    assert len(paycollect_live.control.journal("pay")) == 1
+    assert len(paycollect_in_process.control.journal("pay")) == 1
     assert Transaction.objects.count() == 1
 
 
-def test_refund_task(paycollect_live, paid_transaction, admin_user):
+def test_refund_task(paycollect_in_process, paid_transaction, admin_user):
     result = run(
         tasks.refund,
         "t-refund",
@@ -288,12 +288,14 @@ def test_refund_task(paycollect_live, paid_transaction, admin_user):
     assert calls("refund")[0].refund == refund
 
 
-def test_refund_task_whose_answer_was_lost_is_unknown_and_never_resent(paycollect_live, paid_transaction):
-    paycollect_live.control.fault("refund", "drop_after")
+def test_refund_task_whose_answer_was_lost_is_unknown_and_never_resent(
+    paycollect_in_process, paid_transaction
+):
+    paycollect_in_process.control.fault("refund", "drop_after")
     result = run(tasks.refund, "t-refund-lost", transaction_id=paid_transaction.pk, amount="60.00")
     assert result["state"] == Refund.UNKNOWN
     assert Refund.objects.get().state == Refund.UNKNOWN
-    assert len(paycollect_live.control.journal("refund")) == 1
+    assert len(paycollect_in_process.control.journal("refund")) == 1
     [call] = calls("refund")
     assert call.outcome_unknown
     assert call.task_id == "t-refund-lost"
@@ -301,10 +303,10 @@ def test_refund_task_whose_answer_was_lost_is_unknown_and_never_resent(paycollec
     again = run(tasks.refund, "t-refund-lost", transaction_id=paid_transaction.pk, amount="60.00")
     assert again["duplicate_delivery"] is True
     assert again["state"] == Refund.UNKNOWN
-    assert len(paycollect_live.control.journal("refund")) == 1
+    assert len(paycollect_in_process.control.journal("refund")) == 1
 
 
-def test_refund_task_refused_twice_for_a_second_click(paycollect_live, paid_transaction):
+def test_refund_task_refused_twice_for_a_second_click(paycollect_in_process, paid_transaction):
     run(
         tasks.refund,
         "t-click-1",
@@ -320,7 +322,7 @@ def test_refund_task_refused_twice_for_a_second_click(paycollect_live, paid_tran
             amount="30.00",
             expected_refundable="100.00",
         )
-    assert len(paycollect_live.control.journal("refund")) == 1
+    assert len(paycollect_in_process.control.journal("refund")) == 1
 
 
 def _closed_port() -> int:
@@ -329,7 +331,7 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_a_state_changing_call_never_sent_is_retried(paycollect_live, paid_transaction, monkeypatch):
+def test_a_state_changing_call_never_sent_is_retried(paycollect_in_process, paid_transaction, monkeypatch):
     # The first attempt finds the service unreachable (connection refused: nothing sent); then it is back.
     real = get_client
     down = PayCollectClient(f"http://127.0.0.1:{_closed_port()}", api_key="k", max_network_retries=0)
@@ -343,11 +345,11 @@ def test_a_state_changing_call_never_sent_is_retried(paycollect_live, paid_trans
         Refund.FAILED,
         Refund.SUCCEEDED,
     ]
-    assert len(paycollect_live.control.journal("refund")) == 1
+    assert len(paycollect_in_process.control.journal("refund")) == 1
 
 
 def test_a_call_never_sent_is_retried_through_the_broker_when_not_eager(
-    paycollect_live, paid_transaction, monkeypatch
+    paycollect_in_process, paid_transaction, monkeypatch
 ):
     down = PayCollectClient(f"http://127.0.0.1:{_closed_port()}", api_key="k", max_network_retries=0)
     monkeypatch.setattr(services.calls, "get_client", lambda *a, **kw: down)
@@ -373,8 +375,8 @@ def test_a_call_never_sent_is_retried_through_the_broker_when_not_eager(
             task.run(transaction_id=paid_transaction.pk)
     finally:
         task.pop_request()
-    assert scheduled == [NOT_SENT_RETRY_DELAYS[0]]
-    assert paycollect_live.control.journal("capture") == []
+    assert scheduled == [tasks.NOT_SENT_RETRY_DELAYS[0]]
+    assert paycollect_in_process.control.journal("capture") == []
 
 
 def test_a_rate_limited_read_waits_as_long_as_the_service_asks(monkeypatch):
@@ -392,24 +394,24 @@ def test_a_rate_limited_read_waits_as_long_as_the_service_asks(monkeypatch):
     assert scheduled == [42.0]
 
 
-def test_a_payment_never_sent_is_retried_and_one_never_answered_is_not(paycollect_live, monkeypatch):
-    real = get_client
+def test_a_payment_never_sent_is_retried_and_one_never_answered_is_not(paycollect_in_process, monkeypatch):
+    real = services.get_client
     down = PayCollectClient(f"http://127.0.0.1:{_closed_port()}", api_key="k", max_network_retries=0)
     clients = iter([down, down, down, down])
     monkeypatch.setattr(services.calls, "get_client", lambda *a, **kw: next(clients, None) or real(*a, **kw))
     # Down for longer than the retries: unavailable in the end, nothing ever sent.
     with pytest.raises(ServiceUnavailable):
         run(tasks.start_payment, "t-pay-down", amount="10.00", billing_data=BILLING)
-    assert len(calls("pay")) == 1 + len(NOT_SENT_RETRY_DELAYS)
-    assert paycollect_live.control.journal("pay") == []
+    assert len(calls("pay")) == 1 + len(tasks.NOT_SENT_RETRY_DELAYS)
+    assert paycollect_in_process.control.journal("pay") == []
     # Sent and unanswered: never again.
-    paycollect_live.control.fault("pay", "drop_after")
+    paycollect_in_process.control.fault("pay", "drop_after")
     result = run(tasks.start_payment, "t-pay-unknown", amount="10.00", billing_data=BILLING)
     assert result["outcome_unknown"] is True
-    assert len(paycollect_live.control.journal("pay")) == 1
+    assert len(paycollect_in_process.control.journal("pay")) == 1
 
 
-def test_a_state_changing_call_refused_by_the_service_is_not_retried(paycollect_live, pay):
+def test_a_state_changing_call_refused_by_the_service_is_not_retried(paycollect_in_process, pay):
     with pytest.raises(PaymentRefused):
         run(
             tasks.start_payment,
@@ -418,17 +420,17 @@ def test_a_state_changing_call_refused_by_the_service_is_not_retried(paycollect_
             billing_data=BILLING,
             variable_amount_id=999999,
         )
-    assert len(paycollect_live.control.journal("pay")) == 1
+    assert len(paycollect_in_process.control.journal("pay")) == 1
     assert len(calls("pay")) == 1
 
 
-def test_capture_task(paycollect_live, paid_transaction):
+def test_capture_task(paycollect_in_process, paid_transaction):
     result = run(tasks.capture, "t-capture", transaction_id=paid_transaction.pk)
     assert result["capture_state"] == Transaction.CAPTURE_DONE
     assert calls("capture")[0].task_id == "t-capture"
 
 
-def test_cancel_recurring_task(paycollect_live, recurring_transaction):
+def test_cancel_recurring_task(paycollect_in_process, recurring_transaction):
     series = RecurringSeries.objects.get()
     result = run(tasks.cancel_recurring, "t-cancel", series_id=series.pk)
     assert result["cancel_state"] == RecurringSeries.CANCEL_DONE
@@ -436,7 +438,7 @@ def test_cancel_recurring_task(paycollect_live, recurring_transaction):
     assert calls("cancel_recurring")[0].task_id == "t-cancel"
 
 
-def test_create_direct_order_task(paycollect_live):
+def test_create_direct_order_task(paycollect_in_process):
     user = get_user_model().objects.create_user("clerk")
     result = run(
         tasks.create_direct_order,
@@ -461,7 +463,7 @@ def test_create_direct_order_task(paycollect_live):
     assert calls("create_direct_order")[0].task_id == "t-order"
 
 
-def test_create_community_task_takes_its_logo_as_base64(paycollect_live):
+def test_create_community_task_takes_its_logo_as_base64(paycollect_in_process):
     result = run(
         tasks.create_community,
         "t-community",
@@ -470,14 +472,14 @@ def test_create_community_task_takes_its_logo_as_base64(paycollect_live):
         app_modules=["Event"],
     )
     assert result == {"created": True, "outcome_unknown": False}
-    assert any(c["name"] == "Task Club" for c in paycollect_live.control.communities())
+    assert any(c["name"] == "Task Club" for c in paycollect_in_process.control.communities())
     assert calls("create_community")[0].task_id == "t-community"
     with pytest.raises(PaymentRefused, match="base64"):
         run(tasks.create_community, "t-community-bad", name="Bad", logo_base64="not base64!")
 
 
-def test_create_community_with_its_answer_lost(paycollect_live):
-    paycollect_live.control.fault("create_community", "drop_after")
+def test_create_community_with_its_answer_lost(paycollect_in_process):
+    paycollect_in_process.control.fault("create_community", "drop_after")
     result = run(
         tasks.create_community,
         "t-community-lost",
@@ -485,15 +487,15 @@ def test_create_community_with_its_answer_lost(paycollect_live):
         logo_base64=base64.b64encode(PNG).decode(),
     )
     assert result == {"created": None, "outcome_unknown": True}
-    assert len(paycollect_live.control.journal("create_community")) == 1
+    assert len(paycollect_in_process.control.journal("create_community")) == 1
 
 
 # --- callbacks and housekeeping ------------------------------------------------------------------------
 
 
-def test_process_callbacks_task_verifies_and_is_idempotent(paycollect_live, pay, signal_log):
+def test_process_callbacks_task_verifies_and_is_idempotent(paycollect_in_process, pay, signal_log):
     txn = pay("45.00")
-    paycollect_live.control.complete(txn.uuid)
+    paycollect_in_process.control.complete(txn.uuid)
     callback = ReceivedCallback.objects.create(
         state=ReceivedCallback.QUEUED, transaction_uuid=txn.uuid, claimed_status="SUCCESSFUL"
     )
@@ -507,22 +509,22 @@ def test_process_callbacks_task_verifies_and_is_idempotent(paycollect_live, pay,
     assert calls("get_transaction")[0].task_id == "t-callback"
 
 
-def test_process_callbacks_task_records_a_failure_in_eager_mode_without_retrying(paycollect_live, pay):
+def test_process_callbacks_task_records_a_failure_in_eager_mode_without_retrying(paycollect_in_process, pay):
     txn = pay("45.00")
     callback = ReceivedCallback.objects.create(state=ReceivedCallback.QUEUED, transaction_uuid=txn.uuid)
-    paycollect_live.control.fault("fetch_transaction", "status", status=503, times=None)
+    paycollect_in_process.control.fault("fetch_transaction", "status", status=503, times=None)
     try:
         assert run(tasks.process_callbacks, "t-callback-down", callback_ids=[callback.pk]) == {"failed": 1}
     finally:
-        paycollect_live.control.clear_faults()
+        paycollect_in_process.control.clear_faults()
     callback.refresh_from_db()
     assert callback.state == ReceivedCallback.FAILED
     assert "ServerError" in callback.error
 
 
-def test_reconcile_task_returns_its_summary(paycollect_live, pay):
+def test_reconcile_task_returns_its_summary(paycollect_in_process, pay):
     txn = pay("20.00")
-    complete_at_service_only = paycollect_live.control.complete
+    complete_at_service_only = paycollect_in_process.control.complete
     complete_at_service_only(txn.uuid)
     Transaction.objects.filter(pk=txn.pk).update(created_at=txn.created_at - dt.timedelta(hours=1))
     result = run(tasks.reconcile, "t-reconcile", older_than="30m")
@@ -534,17 +536,17 @@ def test_reconcile_task_returns_its_summary(paycollect_live, pay):
     assert txn.status == Transaction.SUCCESSFUL
 
 
-def test_prune_task(paycollect_live, paid_transaction):
+def test_prune_task(paycollect_in_process, paid_transaction):
     ApiCall.objects.update(created_at=paid_transaction.created_at - dt.timedelta(days=100))
     result = run(tasks.prune, "t-prune", older_than="90d")
     assert result["api_calls"] >= 2
     assert not ApiCall.objects.exists()
 
 
-def test_tasks_work_when_called_directly_too(paycollect_live, pay):
+def test_tasks_work_when_called_directly_too(paycollect_in_process, pay):
     # Called as a function (no worker, no task id): the service runs, nothing is retried.
     txn = pay("12.00")
-    complete(paycollect_live, txn)
+    complete(paycollect_in_process, txn)
     result = tasks.refund(transaction_id=txn.pk, amount="2.00")
     assert result["state"] == Refund.SUCCEEDED
     assert calls("refund")[0].task_id == ""

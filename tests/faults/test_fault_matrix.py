@@ -1,6 +1,6 @@
 """The fault matrix: every operation, through the service layer as the app calls it, against every fault.
 
-Each cell injects one fault at the live sandbox (``control.fault``), calls the service function, and checks:
+Each cell injects one fault at the sandbox (``control.fault``), calls the service function, and checks:
 
 * what the caller gets: a read a single fault does not outlast is retried once (``MAX_NETWORK_RETRIES`` 1)
   and succeeds; otherwise the service layer's ``ServiceUnavailable`` is raised, the client's error class
@@ -17,7 +17,10 @@ Each cell injects one fault at the live sandbox (``control.fault``), calls the s
 * the app's signals from the faulted call to the end of reconciliation: each once, none for what stays
   uncertain.
 
-The results are printed as a table at the end of the run (``conftest.py``).
+The sandbox is served in the test's process (tests/support/in_process.py): a reset, an answer dropped after
+the work and a latency past the read timeout reach the client as a socket would bring them, without the wait;
+tests/sandbox/test_faults.py runs each of them against the live sandbox too and proves the client sees the
+same. The results are printed as a table at the end of the run (``conftest.py``).
 """
 
 from __future__ import annotations
@@ -546,12 +549,12 @@ def test_fault_matrix(
     times: int | None,
     order: tuple[int, int, int],
     request: pytest.FixtureRequest,
-    paycollect_live: Any,
+    paycollect_in_process: Any,
     settings: Any,
     signal_log: Any,
     fault_matrix_rows: list[dict[str, Any]],
 ) -> None:
-    sb = paycollect_live
+    sb = paycollect_in_process
     cell = Cell(sb, request, fault, times)
     case.arrange(cell)
     journal_before = len(sb.control.journal(case.sandbox_op))
@@ -655,9 +658,9 @@ def test_fault_matrix(
 
 @pytest.mark.parametrize("fault", [f for f in FAULTS if f.key in ("drop", "reset")], ids=lambda f: f.key)
 def test_reconciliation_reports_a_community_creation_of_unknown_outcome(
-    paycollect_live: Any, fault: Fault
+    paycollect_in_process: Any, fault: Fault
 ) -> None:
-    paycollect_live.control.fault("create_community", fault.kind, **fault.options)
+    paycollect_in_process.control.fault("create_community", fault.kind, **fault.options)
     call = services.create_community(name="Lost Club", logo=Logo("logo.png", PNG))
     assert call == ApiCall.objects.get(operation="create_community")
     assert call.outcome_unknown

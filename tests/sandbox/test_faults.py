@@ -1,4 +1,9 @@
-"""Injected faults, seen through the typed client: what a client sees, and whether the work was done."""
+"""Injected faults, seen through the typed client: what a client sees, and whether the work was done.
+
+Each test runs twice: against the standalone sandbox over a real socket, and against the sandbox served in
+the test's process (the middle tier, tests/support/in_process.py), which emulates what a socket does (a reset,
+an answer dropped after the work, a read timeout). The client must see the same in both: the in-process tier
+is only as honest as this module proves it."""
 
 from __future__ import annotations
 
@@ -17,6 +22,14 @@ from django_paycollect.client import (
 from django_paycollect.sandbox.testing import Sandbox
 
 from .support import BILLING
+
+
+@pytest.fixture(params=["live", pytest.param("in-process", marks=pytest.mark.django_db(transaction=True))])
+def sandbox(request: pytest.FixtureRequest) -> Sandbox:
+    served: Sandbox = request.getfixturevalue(
+        "paycollect_sandbox" if request.param == "live" else "paycollect_in_process"
+    )
+    return served
 
 
 def _pay(client: PayCollectClient, sandbox: Sandbox) -> str:
@@ -39,8 +52,7 @@ def _fetch(sandbox: Sandbox, client: PayCollectClient, tx_uuid: str) -> str | No
     return client.get_transaction(community_id=sandbox.community_id, transaction_uuid=tx_uuid).result.status
 
 
-def test_reset_before_the_work_leaves_no_transaction(paycollect_sandbox: Sandbox) -> None:
-    sandbox = paycollect_sandbox
+def test_reset_before_the_work_leaves_no_transaction(sandbox: Sandbox) -> None:
     sandbox.control.fault("pay", "reset")
     with pytest.raises(OutcomeUnknownError):
         _pay(sandbox.client, sandbox)
@@ -54,9 +66,8 @@ def test_reset_before_the_work_leaves_no_transaction(paycollect_sandbox: Sandbox
 
 
 def test_drop_after_the_work_leaves_the_outcome_unknown_but_the_work_done(
-    paycollect_sandbox: Sandbox,
+    sandbox: Sandbox,
 ) -> None:
-    sandbox = paycollect_sandbox
     sandbox.control.fault("pay", "drop_after")
     with pytest.raises(OutcomeUnknownError) as raised:
         _pay(sandbox.client, sandbox)
@@ -64,8 +75,7 @@ def test_drop_after_the_work_leaves_the_outcome_unknown_but_the_work_done(
     assert _transactions(sandbox) == 1  # the payment exists although the client never heard of it
 
 
-def test_reads_are_retried_through_resets_and_5xx(paycollect_sandbox: Sandbox) -> None:
-    sandbox = paycollect_sandbox
+def test_reads_are_retried_through_resets_and_5xx(sandbox: Sandbox) -> None:
     tx = _pay(sandbox.client, sandbox)
     sandbox.control.fault("fetch_transaction", "reset")
     sandbox.control.fault("fetch_transaction", "status", status=502)
@@ -75,8 +85,7 @@ def test_reads_are_retried_through_resets_and_5xx(paycollect_sandbox: Sandbox) -
     assert faults_seen == ["reset", "status", ""]
 
 
-def test_a_fault_for_n_requests_then_cleared(paycollect_sandbox: Sandbox) -> None:
-    sandbox = paycollect_sandbox
+def test_a_fault_for_n_requests_then_cleared(sandbox: Sandbox) -> None:
     tx = _pay(sandbox.client, sandbox)
     sandbox.control.fault("fetch_transaction", "status", status=503, times=None)
     assert [(f["operation"], f["times"]) for f in sandbox.control.faults()] == [("fetch_transaction", None)]
@@ -92,8 +101,7 @@ def test_a_fault_for_n_requests_then_cleared(paycollect_sandbox: Sandbox) -> Non
     assert _fetch(sandbox, client, tx) == "PENDING"
 
 
-def test_html_firewall_page_is_not_mistaken_for_a_bad_key(paycollect_sandbox: Sandbox) -> None:
-    sandbox = paycollect_sandbox
+def test_html_firewall_page_is_not_mistaken_for_a_bad_key(sandbox: Sandbox) -> None:
     sandbox.control.fault("pay", "html", status=403)
     with pytest.raises(UnexpectedResponseError) as raised:
         _pay(sandbox.client, sandbox)
@@ -102,8 +110,7 @@ def test_html_firewall_page_is_not_mistaken_for_a_bad_key(paycollect_sandbox: Sa
     assert _transactions(sandbox) == 0  # the firewall answered; the service never saw the request
 
 
-def test_status_after_the_work(paycollect_sandbox: Sandbox) -> None:
-    sandbox = paycollect_sandbox
+def test_status_after_the_work(sandbox: Sandbox) -> None:
     tx = _pay(sandbox.client, sandbox)
     sandbox.control.complete(tx)
     sandbox.control.fault("refund", "status", status=500, after_work=True)
@@ -116,8 +123,7 @@ def test_status_after_the_work(paycollect_sandbox: Sandbox) -> None:
     assert "fully refunded" in str(again.value)
 
 
-def test_latency_beyond_the_read_timeout(paycollect_sandbox: Sandbox) -> None:
-    sandbox = paycollect_sandbox
+def test_latency_beyond_the_read_timeout(sandbox: Sandbox) -> None:
     sandbox.control.fault("pay", "latency", latency_ms=1500)
     impatient = sandbox.make_client(timeout=(3.05, 0.3))
     with pytest.raises(OutcomeUnknownError):
@@ -132,8 +138,7 @@ def test_latency_beyond_the_read_timeout(paycollect_sandbox: Sandbox) -> None:
     assert _transactions(sandbox) == 1
 
 
-def test_fault_requests_are_validated(paycollect_sandbox: Sandbox) -> None:
-    sandbox = paycollect_sandbox
+def test_fault_requests_are_validated(sandbox: Sandbox) -> None:
     for bad in (
         {"operation": "teleport", "kind": "reset"},
         {"operation": "pay", "kind": "explode"},
