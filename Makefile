@@ -6,6 +6,7 @@
 #   make test-suite DJANGO=6.1        the whole suite on SQLite under Django 6.1 / Python 3.13
 #   make test-postgres DJANGO=6.1     the PostgreSQL suite there (CI runs PostgreSQL, worker and browser there)
 #   make test-matrix                  test-suite on every Django of MATRIX
+#   make test-fuzz                    the property and fuzz tests with every example (CI runs it once)
 DJANGO ?=
 PYTHON_5.2 := 3.11
 PYTHON_6.0 := 3.12
@@ -34,12 +35,12 @@ PYTEST_ARGS ?=
 # pytest-xdist processes (0: one process). worksteal hands the long fuzz tests' neighbours to the idle worker.
 WORKERS ?= auto
 XDIST = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist worksteal)
-# Hypothesis profile of the property and fuzz tests: default (every example) or matrix (a tenth of them,
-# for runs that repeat what the default run fuzzed already). See tests/examples.py.
-HYPOTHESIS_PROFILE ?= default
+# Hypothesis profile of the property and fuzz tests: quick (a tenth of the examples, every rule exercised:
+# make test and every suite run) or full (every example: make test-fuzz). See tests/hypothesis_profiles.py.
+HYPOTHESIS_PROFILE ?= quick
 PYTEST = PAYCOLLECT_HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/python -m pytest
 
-.PHONY: install install-browser test test-suite test-matrix test-postgres test-worker test-browser lint format typecheck \
+.PHONY: install install-browser test test-suite test-matrix test-fuzz test-postgres test-worker test-browser lint format typecheck \
 	bench docs dist demo clean messages compile-messages test-alerts
 
 install: $(STAMP)
@@ -94,18 +95,26 @@ test-suite: $(STAMP)
 	$(BIN)/python -m django makemigrations --check --dry-run --settings=tests.settings
 	env -u PAYCOLLECT_TEST_POSTGRES -u PAYCOLLECT_TEST_REDIS $(PYTEST) $(XDIST) -m "not browser" $(PYTEST_ARGS)
 
-# test-suite under each Django of MATRIX, each in its own virtualenv, with the matrix hypothesis profile.
+# test-suite under each Django of MATRIX, each in its own virtualenv.
 test-matrix:
 	@for version in $(MATRIX); do \
-		$(MAKE) --no-print-directory test-suite DJANGO=$$version HYPOTHESIS_PROFILE=matrix || exit 1; \
+		$(MAKE) --no-print-directory test-suite DJANGO=$$version || exit 1; \
 	done
 
-# The whole suite on PostgreSQL, where row locks are real (the race tests run only there); the browser suite
-# is test-browser's (the example project it drives runs on its own SQLite file).
+# The long hunt: every property and fuzz test (marked fuzz: each test built with hypothesis's @given, and the
+# schema fuzz of the example API) with all of its examples, and the check that each kind of input was
+# generated often enough. make test runs the same tests with a tenth of the examples.
+test-fuzz: HYPOTHESIS_PROFILE = full
+test-fuzz: $(STAMP) $(MO_FILES)
+	env -u PAYCOLLECT_TEST_POSTGRES -u PAYCOLLECT_TEST_REDIS $(PYTEST) $(XDIST) -m "fuzz and not browser" $(PYTEST_ARGS)
+
+# Every test that uses the test database, on PostgreSQL, where row locks are real (the race tests run only
+# there). The others (marked by tests/conftest.py: the client's, the standalone sandbox's, the example
+# project's on its own SQLite file) run the same code whatever the test database is: test-suite runs them.
 # Needs PAYCOLLECT_TEST_POSTGRES=host:port:dbname:user; `eval "$$(bash .ci/postgres.sh)"` starts one.
 test-postgres: $(STAMP)
 	@test -n "$$PAYCOLLECT_TEST_POSTGRES" || { echo "set PAYCOLLECT_TEST_POSTGRES (see .ci/postgres.sh)"; exit 2; }
-	env -u PAYCOLLECT_TEST_REDIS $(PYTEST) $(XDIST) -m "not browser" $(PYTEST_ARGS)
+	env -u PAYCOLLECT_TEST_REDIS $(PYTEST) $(XDIST) -m "database and not browser" $(PYTEST_ARGS)
 
 # Real Redis broker and Celery worker processes against PostgreSQL (tests/worker), in one pytest process:
 # the tests start the workers themselves.

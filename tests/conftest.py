@@ -40,7 +40,25 @@ from tests.support.payments import BILLING, CALLBACK_TOKEN, complete
 flush.install()
 
 
+#: Fixtures of pytest-django that open the test database.
+DATABASE_FIXTURES = {
+    "_django_db_helper",
+    "db",
+    "transactional_db",
+    "live_server",
+    "django_db_reset_sequences",
+}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        # Every property test: what make test-fuzz runs with the full hypothesis profile.
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.fuzz)
+        # What make test-postgres runs: the rest runs the same code whatever the test database is.
+        uses = item.get_closest_marker("django_db") or item.get_closest_marker("postgres")
+        if uses or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.database)
     if connection.vendor == "postgresql":
         return
     skip = pytest.mark.skip(reason="row locks need PostgreSQL: run make test-postgres")

@@ -5,7 +5,7 @@ what the schema documents (status, content type, headers, body). OPTIONS answers
 
 The site runs as a deployment runs it, in its own process with its own settings and SQLite file, the sandbox
 mounted in place of the service (``migrate``, ``demo_setup``, ``runserver``), on a loopback port: nothing
-leaves this machine. How many requests: ``tests/hypothesis_profiles.py`` (the matrix profile sends fewer).
+leaves this machine. How many requests: ``tests/hypothesis_profiles.py`` (the quick profile sends fewer).
 """
 
 from __future__ import annotations
@@ -236,6 +236,7 @@ def _answers_as_documented(site: ExampleSite, schema: Any, path: str, method: st
     assert statuses[allowed] - {403}, statuses
 
 
+@pytest.mark.fuzz
 def test_every_answer_of_the_example_api_is_what_its_schema_documents(example_site: ExampleSite) -> None:
     # The schema's examples first: the throttles count what the generated requests send after them.
     _the_schemas_examples_are_accepted(example_site)

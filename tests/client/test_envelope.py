@@ -28,10 +28,11 @@ from django_paycollect.client import (
     ValidationError,
     field_errors_from,
 )
+from tests.hypothesis_profiles import examples
 
 from .support import CASES_BY_NAME, OPERATION_CASES, TX_UUID, OperationCase, envelope, make_client
 
-FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def fetch(

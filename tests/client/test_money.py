@@ -22,10 +22,11 @@ from django_paycollect.client import (
     to_piasters,
 )
 from django_paycollect.client.money import dumps_json, loads_json
+from tests.hypothesis_profiles import examples
 
 from .support import COMMUNITY, PHONE, TX_UUID
 
-FAST = settings(max_examples=150, deadline=None)
+FAST = settings(max_examples=examples(150), deadline=None)
 
 #: Amounts with at most two decimals, as large as any ledger will see and then some.
 amounts = st.decimals(

@@ -43,6 +43,7 @@ from django_paycollect.client import (
     Transaction,
     ValidationError,
 )
+from tests.hypothesis_profiles import examples
 
 from .support import (
     BASE_URL,
@@ -738,7 +739,7 @@ RESULTS = (
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.dictionaries(st.sampled_from(RESULT_KEYS) | st.text(max_size=6), JSON, max_size=8))
 def test_no_shape_of_data_makes_a_typed_result_raise(data):
     for result in RESULTS:

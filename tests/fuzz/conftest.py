@@ -1,11 +1,21 @@
-"""Fixtures of the fuzz tests: a service address where nothing listens, and a fresh cache."""
+"""Fixtures of the fuzz tests: a service address where nothing listens, and a fresh cache. Every test here is
+marked ``fuzz`` (make test-fuzz runs them with every example): their ``@given`` is inside the test."""
 
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 from django.core.cache import cache
+
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.is_relative_to(HERE):
+            item.add_marker(pytest.mark.fuzz)
 
 
 @pytest.fixture

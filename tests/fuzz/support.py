@@ -24,7 +24,7 @@ from tests.hypothesis_profiles import examples
 
 
 def fuzz_settings(max_examples: int) -> settings:
-    """``max_examples`` under the default profile (fewer under ``matrix``, see tests/hypothesis_profiles.py);
+    """``max_examples`` under the full profile (a tenth under ``quick``, see tests/hypothesis_profiles.py);
     deterministic (CI must not turn red by chance), no deadline, no example database."""
     return settings(
         max_examples=examples(max_examples),
