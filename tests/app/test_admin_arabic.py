@@ -132,13 +132,22 @@ def text_of(html: str) -> str:
     return " ".join(" ".join(parser.parts).split())
 
 
+@cache
+def _english_patterns() -> tuple[re.Pattern[str], tuple[tuple[str, re.Pattern[str]], ...]]:
+    """One pattern of every piece (a page's text is searched once), and one of each (to name what matched).
+    Compiled once: there are more pieces than the ``re`` module's cache keeps."""
+    pieces = sorted(english_of_the_catalogue() | default_labels(), key=len, reverse=True)
+    each = tuple((piece, re.compile(rf"(?<![{_EDGE}]){re.escape(piece)}(?![{_EDGE}])")) for piece in pieces)
+    anyone = re.compile(rf"(?<![{_EDGE}])(?:{'|'.join(map(re.escape, pieces))})(?![{_EDGE}])")
+    return anyone, each
+
+
 def english_in(text: str) -> list[str]:
-    found = [
-        piece
-        for piece in english_of_the_catalogue() | default_labels()
-        if re.search(rf"(?<![{_EDGE}]){re.escape(piece)}(?![{_EDGE}])", text)
-    ]
-    return sorted(found)
+    anyone, each = _english_patterns()
+    # Where a piece stands, the scan finds a match there or before it: no match, no piece.
+    if not anyone.search(text):
+        return []
+    return sorted(piece for piece, pattern in each if pattern.search(text))
 
 
 def assert_reads_in_arabic(response: Any) -> None:
