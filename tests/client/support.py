@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+import responses
+
 from django_paycollect import __version__
 from django_paycollect.client import BillingData, Envelope, Logo, PayCollectClient
 
@@ -288,3 +290,19 @@ OPERATION_CASES = (
 CASES_BY_NAME = {case.name: case for case in OPERATION_CASES}
 READ_CASES = tuple(case for case in OPERATION_CASES if not case.changes_state)
 WRITE_CASES = tuple(case for case in OPERATION_CASES if case.changes_state)
+
+
+def only_call(rsps: responses.RequestsMock) -> responses.Call:
+    assert len(rsps.calls) == 1
+    return rsps.calls[0]
+
+
+def assert_success_envelope(got: Envelope[object], data: dict[str, object], *, code: int = 200) -> None:
+    assert got.http_status == code
+    assert got.code == code
+    assert got.message == "success"
+    assert got.errors == []
+    assert got.data == data
+    assert got.count is None
+    assert got.next is None
+    assert got.previous is None
