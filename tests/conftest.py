@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,7 +35,7 @@ from tests import (
     celery_app,  # noqa: F401  (configures the Celery app the tasks use)
     hypothesis_profiles,  # noqa: F401  (loads PAYCOLLECT_HYPOTHESIS_PROFILE)
 )
-from tests.support import flush, in_process
+from tests.support import example_site, flush, in_process
 from tests.support.payments import BILLING, CALLBACK_TOKEN, complete
 
 flush.install()
@@ -196,3 +197,10 @@ def atomic_requests(monkeypatch: pytest.MonkeyPatch) -> None:
 
     # The switch works: an unmarked view would now be wrapped in atomic.
     assert BaseHandler().make_view_atomic(view) is not view
+
+
+@pytest.fixture(scope="session")
+def example_migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example project's database migrated once per test run: copy it, never open it
+    (tests/support/example_site.py)."""
+    return example_site.migrated_database(tmp_path_factory)

@@ -11,6 +11,7 @@ leaves this machine. How many requests: ``tests/hypothesis_profiles.py`` (the qu
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -166,7 +167,7 @@ def _serve(workdir: Path, log: Any) -> tuple[str, subprocess.Popen[bytes], reque
 
 
 @pytest.fixture
-def example_site(tmp_path: Path) -> Iterator[ExampleSite]:
+def example_site(tmp_path: Path, example_migrated: Path) -> Iterator[ExampleSite]:
     users = (
         "from django.contrib.auth import get_user_model; User = get_user_model(); "
         f"User.objects.create_superuser('schema-staff', 'schema-staff@example.com', {PASSWORD!r}); "
@@ -176,7 +177,7 @@ def example_site(tmp_path: Path) -> Iterator[ExampleSite]:
     log_path = tmp_path / "server.log"
     with log_path.open("wb") as log:
         env = _environment("http://127.0.0.1", tmp_path / "clubsite.sqlite3")
-        _manage(env, log, "migrate", "--noinput", "-v", "0")
+        shutil.copyfile(example_migrated, tmp_path / "clubsite.sqlite3")
         _manage(env, log, "shell", "-c", users)
         url, process, schema = _serve(tmp_path, log)
     try:

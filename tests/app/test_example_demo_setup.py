@@ -26,20 +26,10 @@ print(json.dumps([authenticate(username=name, password=password) is not None for
 """
 
 
-@pytest.fixture(scope="module")
-def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An empty, migrated database of the example, copied by each test."""
-    database = tmp_path_factory.mktemp("demo-setup") / "migrated.sqlite3"
-    done = run_example(
-        "example_project/manage.py", "migrate", "--noinput", "-v", "0", CLUBSITE_DB=str(database)
-    )
-    assert done.returncode == 0, done.stderr
-    return database
-
-
 @pytest.fixture
-def database(migrated: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copyfile(migrated, tmp_path / "site.sqlite3"))
+def database(example_migrated: Path, tmp_path: Path) -> Path:
+    """An empty, migrated database of the example's own."""
+    return Path(shutil.copyfile(example_migrated, tmp_path / "site.sqlite3"))
 
 
 def demo_setup(database: Path, debug: str, *args: str) -> tuple[int, str]:

@@ -24,9 +24,9 @@ MEMBER_EMAIL = "member@example.com"  # demo_setup's member
 
 
 @pytest.fixture
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClubSite]:
+def site(tmp_path_factory: pytest.TempPathFactory, example_migrated: Path) -> Iterator[ClubSite]:
     workdir = Path(tmp_path_factory.mktemp("clubsite-owners"))
-    started = start_club_site(workdir, log_path=workdir / "server.log")
+    started = start_club_site(workdir, migrated=example_migrated, log_path=workdir / "server.log")
     yield started
     started.stop()
 

@@ -12,11 +12,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
 
 from tests.servers import free_port, gunicorn_command
+from tests.support.example_site import copy_of_the_test_database
 from tests.support.payments import CALLBACK_TOKEN
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,11 +39,16 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def gunicorn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """The test project in gunicorn (two worker processes) on an SQLite file; the service is a closed port,
-    so each verification fails at once: these tests are about what the view reads and stores."""
+def gunicorn(
+    tmp_path_factory: pytest.TempPathFactory, django_db_setup: None, django_db_blocker: Any
+) -> Iterator[Served]:
+    """The test project in gunicorn (two worker processes) on an SQLite file, a copy of the test database;
+    the service is a closed port, so each verification fails at once: these tests are about what the view
+    reads and stores."""
     directory = tmp_path_factory.mktemp("gunicorn")
     database = directory / "site.sqlite3"
+    with django_db_blocker.unblock():
+        copied = copy_of_the_test_database(database)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "PAYCOLLECT_TEST_POSTGRES"))}
     env.update(
         DJANGO_SETTINGS_MODULE="tests.served_settings",
@@ -51,12 +58,13 @@ def gunicorn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         ),
         PYTHONPATH=str(ROOT),
     )
-    subprocess.run(
-        [sys.executable, "-m", "django", "migrate", "--noinput", "--skip-checks", "-v", "0"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-    )
+    if not copied:
+        subprocess.run(
+            [sys.executable, "-m", "django", "migrate", "--noinput", "--skip-checks", "-v", "0"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+        )
     port = free_port()
     log = directory / "gunicorn.log"
     with log.open("wb") as out:

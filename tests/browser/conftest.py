@@ -46,17 +46,23 @@ def browser_available() -> None:
 
 
 @pytest.fixture(scope="session")
-def club_site(browser_available: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClubSite]:
-    site = start_club_site(Path(tmp_path_factory.mktemp("clubsite")))
+def club_site(
+    browser_available: None, tmp_path_factory: pytest.TempPathFactory, example_migrated: Path
+) -> Iterator[ClubSite]:
+    site = start_club_site(Path(tmp_path_factory.mktemp("clubsite")), migrated=example_migrated)
     yield site
     site.stop()
 
 
 @pytest.fixture(scope="session")
-def club_site_ar(browser_available: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClubSite]:
+def club_site_ar(
+    browser_available: None, tmp_path_factory: pytest.TempPathFactory, example_migrated: Path
+) -> Iterator[ClubSite]:
     """The club site with ``LANGUAGE_CODE = "ar"``: Arabic for every visitor who asks for no language, and
     for the service's answers (the mounted sandbox)."""
-    site = start_club_site(Path(tmp_path_factory.mktemp("clubsite-ar")), language="ar")
+    site = start_club_site(
+        Path(tmp_path_factory.mktemp("clubsite-ar")), migrated=example_migrated, language="ar"
+    )
     yield site
     site.stop()
 

@@ -126,14 +126,22 @@ def site_environment(url: str, database: Path, language: str = "en") -> dict[str
 
 
 def start_club_site(
-    workdir: Path, *, language: str = "en", startup_timeout: float = 60.0, log_path: Path | None = None
+    workdir: Path,
+    *,
+    migrated: Path | None = None,
+    language: str = "en",
+    startup_timeout: float = 60.0,
+    log_path: Path | None = None,
 ) -> ClubSite:
-    """migrate, demo_setup, then serve the site (``LANGUAGE_CODE = language``) on a free loopback port until
-    it answers. Its output goes to ``log_path`` (default: the browser artifacts' server log)."""
+    """migrate (or copy ``migrated``, the run's migrated database: tests/support/example_site.py), demo_setup,
+    then serve the site (``LANGUAGE_CODE = language``) on a free loopback port until it answers. Its output
+    goes to ``log_path`` (default: the browser artifacts' server log)."""
     workdir.mkdir(parents=True, exist_ok=True)
     database = workdir / "clubsite.sqlite3"
     for stale in workdir.glob("clubsite.sqlite3*"):
         stale.unlink()
+    if migrated is not None:
+        shutil.copyfile(migrated, database)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = site_environment(url, database, language)
@@ -142,7 +150,12 @@ def start_club_site(
         log_path = ARTIFACTS / ("server.log" if language == "en" else f"server-{language}.log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("wb") as log:
-        for command in (["migrate", "--noinput", "-v", "0"], ["demo_setup"]):
+        commands = (
+            [["demo_setup"]]
+            if migrated is not None
+            else [["migrate", "--noinput", "-v", "0"], ["demo_setup"]]
+        )
+        for command in commands:
             done = subprocess.run(  # noqa: S603 (our own manage.py)
                 [*manage, *command], env=env, cwd=EXAMPLE, stdout=log, stderr=subprocess.STDOUT, timeout=300
             )
