@@ -23,13 +23,6 @@ def api_mounted(settings: Any) -> Any:
 
 
 @pytest.fixture
-def api_live(paycollect_live: Any, settings: Any) -> Any:
-    """The API against the live sandbox (paycollect_live replaces PAYCOLLECT: the hook is set again)."""
-    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "PAYABLE_RESOLVER": RESOLVER}
-    return paycollect_live
-
-
-@pytest.fixture
 def api_in_process(paycollect_in_process: Any, settings: Any) -> Any:
     """The API against the sandbox served in this process (the middle tier; see tests/conftest.py)."""
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "PAYABLE_RESOLVER": RESOLVER}
