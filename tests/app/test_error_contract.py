@@ -222,7 +222,7 @@ def test_only_a_call_that_may_have_taken_effect_stops_a_redelivered_task(
     paycollect_in_process.client.refund(
         transaction_uuid=paid_transaction.uuid, refund_amount=Decimal("95.00")
     )
-    token = services.current_task_id.set("t-contract")
+    token = current_task_id.set("t-contract")
     try:
         with pytest.raises(PaymentRefused):
             services.refund(paid_transaction, Decimal("50.00"))

@@ -184,7 +184,7 @@ def test_read_task_gives_up_after_its_retries(paycollect_in_process, pay):
         assert isinstance(caught.value.__cause__, ServerError)
     finally:
         paycollect_in_process.control.clear_faults()
-    assert len(calls("get_transaction")) == 1 + tasks.READ_MAX_RETRIES
+    assert len(calls("get_transaction")) == 1 + READ_MAX_RETRIES
 
 
 def test_a_misconfiguration_fails_a_task_at_once_loudly_and_a_refusal_quietly(
@@ -375,7 +375,7 @@ def test_a_call_never_sent_is_retried_through_the_broker_when_not_eager(
             task.run(transaction_id=paid_transaction.pk)
     finally:
         task.pop_request()
-    assert scheduled == [tasks.NOT_SENT_RETRY_DELAYS[0]]
+    assert scheduled == [NOT_SENT_RETRY_DELAYS[0]]
     assert paycollect_in_process.control.journal("capture") == []
 
 
@@ -395,14 +395,14 @@ def test_a_rate_limited_read_waits_as_long_as_the_service_asks(monkeypatch):
 
 
 def test_a_payment_never_sent_is_retried_and_one_never_answered_is_not(paycollect_in_process, monkeypatch):
-    real = services.get_client
+    real = get_client
     down = PayCollectClient(f"http://127.0.0.1:{_closed_port()}", api_key="k", max_network_retries=0)
     clients = iter([down, down, down, down])
     monkeypatch.setattr(services.calls, "get_client", lambda *a, **kw: next(clients, None) or real(*a, **kw))
     # Down for longer than the retries: unavailable in the end, nothing ever sent.
     with pytest.raises(ServiceUnavailable):
         run(tasks.start_payment, "t-pay-down", amount="10.00", billing_data=BILLING)
-    assert len(calls("pay")) == 1 + len(tasks.NOT_SENT_RETRY_DELAYS)
+    assert len(calls("pay")) == 1 + len(NOT_SENT_RETRY_DELAYS)
     assert paycollect_in_process.control.journal("pay") == []
     # Sent and unanswered: never again.
     paycollect_in_process.control.fault("pay", "drop_after")
