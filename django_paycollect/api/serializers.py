@@ -135,6 +135,10 @@ class PaymentSerializer(serializers.ModelSerializer[Transaction]):
 class StaffPaymentSerializer(PaymentSerializer):
     """A payment as staff see it after a capture: its capture and what is refunded."""
 
+    # Every amount written by the app's own field: DRF's decimal fields follow COERCE_DECIMAL_TO_STRING, and
+    # with it off would write money as JSON floats.
+    captured_amount = AmountField(read_only=True)
+    refunded_amount = AmountField(read_only=True)
     refundable_amount = AmountField(read_only=True)
 
     class Meta(PaymentSerializer.Meta):
@@ -171,6 +175,7 @@ class RefundRequestSerializer(serializers.Serializer[dict[str, Any]]):
 
 class RefundSerializer(serializers.ModelSerializer[Refund]):
     payment = serializers.CharField(source="transaction.uuid", read_only=True)
+    amount = AmountField(read_only=True)
     currency = serializers.CharField(source="transaction.currency", read_only=True)
 
     class Meta:
@@ -193,6 +198,8 @@ class SeriesSerializer(serializers.ModelSerializer[RecurringSeries]):
 
 
 class DirectOrderViewSerializer(serializers.ModelSerializer[DirectOrder]):
+    amount = AmountField(read_only=True)
+
     class Meta:
         model = DirectOrder
         fields = [

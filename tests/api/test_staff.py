@@ -8,6 +8,7 @@ from decimal import Decimal
 import pytest
 from django.utils import translation
 
+from django_paycollect.amounts import amount_text
 from django_paycollect.models import DirectOrder, RecurringSeries, Refund, Transaction
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -229,3 +230,30 @@ def test_a_direct_order_left_without_urls_comes_back_to_this_site(api_in_process
     [request] = api_in_process.control.journal("direct_order")
     assert request["body"]["redirect_url"] == "http://shop.example/paycollect/return/"
     assert request["body"]["callback_url"].startswith("http://shop.example/paycollect/callback/")
+
+
+def test_every_amount_the_api_writes_is_text_whatever_drf_s_decimal_setting(
+    api_in_process, paid_transaction, as_user, settings
+):
+    """A project with COERCE_DECIMAL_TO_STRING off gets JSON numbers from DRF's decimal fields: floats, for
+    money. Every amount the API writes is the app's own text, so that setting changes none of them."""
+    settings.REST_FRAMEWORK = {**getattr(settings, "REST_FRAMEWORK", {}), "COERCE_DECIMAL_TO_STRING": False}
+    captured = as_user("capturer").post(f"/api/payments/{paid_transaction.uuid}/capture/", format="json")
+    assert captured.status_code == 200, captured.content
+    amounts = {
+        key: captured.json()[key]
+        for key in ("amount", "captured_amount", "refunded_amount", "refundable_amount")
+    }
+    assert all(isinstance(value, str) for value in amounts.values()), amounts
+    assert amounts["amount"] == amounts["refundable_amount"] == amount_text(paid_transaction.total_amount)
+    assert amounts["refunded_amount"] == "0.00"
+    refund = as_user("refunder").post(
+        f"/api/payments/{paid_transaction.uuid}/refunds/", {"amount": "60.00"}, format="json"
+    )
+    assert refund.status_code == 201, refund.content
+    assert refund.json()["amount"] == "60.00"
+    orderer = as_user("orderer")
+    order = orderer.post("/api/direct-orders/", ORDER, format="json")
+    assert order.status_code == 201, order.content
+    assert order.json()["amount"] == ORDER["amount"]
+    assert orderer.get(f"/api/direct-orders/{order.json()['id']}/").json()["amount"] == order.json()["amount"]
