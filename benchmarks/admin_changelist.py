@@ -35,7 +35,7 @@ from benchmarks._support import (
     timed_get,
     write_section,
 )
-from benchmarks.admin_dashboard import _clone, add_rows, communities, postgres_version
+from benchmarks.admin_dashboard import add_rows, clone_rows, communities, postgres_version
 
 CL = "/admin/paycollect/{}/"
 #: A transaction both sizes hold (number 5 of the ledger), searched in the spellings people paste.
@@ -82,7 +82,7 @@ def add_api_calls(start: int, stop: int) -> None:
         operation="get_transaction", method="GET", path="/x", transaction=template_txn
     )
     failed = "(t.service_id % 50 = 0)"
-    _clone(
+    clone_rows(
         ApiCall,
         template.pk,
         "paycollect_transaction t",

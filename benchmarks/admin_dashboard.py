@@ -49,7 +49,7 @@ def _columns(model: Any) -> list[str]:
     return [f.column for f in model._meta.concrete_fields if not f.primary_key]
 
 
-def _clone(model: Any, template_pk: int, source: str, where: str, overrides: dict[str, str]) -> None:
+def clone_rows(model: Any, template_pk: int, source: str, where: str, overrides: dict[str, str]) -> None:
     """INSERT rows of ``model`` copying the template row, each column from ``overrides`` when given."""
     from django.db import connection
 
@@ -113,7 +113,7 @@ def add_rows(start: int, stop: int, total: int) -> None:
         "capture_state": "(CASE WHEN g % 40009 = 0 THEN 'unknown' ELSE '' END)",
         "customer_email": "'member' || g || '@example.com'",
     }
-    _clone(Transaction, template.pk, source, "true", overrides)
+    clone_rows(Transaction, template.pk, source, "true", overrides)
     # A callback per new transaction: 90 % verified within 5 s; some failed, duplicate, invalid; a few stuck.
     ch = "abs(hashtext('cb' || t.id))"
     state = (
@@ -121,7 +121,7 @@ def add_rows(start: int, stop: int, total: int) -> None:
         f"WHEN {ch} % 100 < 92 THEN 'failed' WHEN {ch} % 100 < 97 THEN 'duplicate' ELSE 'invalid' END)"
     )
     received = "(t.created_at + interval '1 minute')"
-    _clone(
+    clone_rows(
         ReceivedCallback,
         callback.pk,
         "paycollect_transaction t",
@@ -137,7 +137,7 @@ def add_rows(start: int, stop: int, total: int) -> None:
             "body": "'{\"transaction_status\": \"' || t.status || '\"}'",
         },
     )
-    _clone(
+    clone_rows(
         Refund,
         refund.pk,
         "paycollect_transaction t",

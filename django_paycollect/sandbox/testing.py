@@ -372,7 +372,7 @@ class Sandbox:
         page = browser.get(url, timeout=15)
         if page.status_code != 200:
             raise SandboxError(f"payment page answered {page.status_code}")
-        form = _parse_form(page.text)
+        form = parse_form(page.text)
         if form is None:
             raise SandboxError("the page has no form to submit (a kiosk payment waits for the control API)")
         data = dict(form.values)
@@ -462,7 +462,7 @@ class _FormParser(HTMLParser):
             self._label_text.append(data)
 
 
-def _parse_form(html: str) -> _Form | None:
+def parse_form(html: str) -> _Form | None:
     parser = _FormParser()
     parser.feed(html)
     return parser.form

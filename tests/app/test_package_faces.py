@@ -68,15 +68,19 @@ def test_the_models_package_is_only_an_index() -> None:
 
 
 def test_no_module_imports_another_modules_underscore_names() -> None:
+    """The app's modules, and the tests and benchmarks that use them: an underscore name is its module's."""
     found = []
-    for path in sorted(APP.rglob("*.py")):
-        if "migrations" in path.parts:
-            continue
-        for node in ast.walk(tree(path)):
-            if not isinstance(node, ast.ImportFrom):
+    for root in (APP, APP.parent / "tests", APP.parent / "benchmarks"):
+        for path in sorted(root.rglob("*.py")):
+            if "migrations" in path.parts:
                 continue
-            ours = node.level > 0 or (node.module or "").startswith("django_paycollect")
-            for alias in node.names:
-                if ours and alias.name.startswith("_") and not alias.name.startswith("__"):
-                    found.append(f"{path.relative_to(APP.parent)}:{node.lineno}: {alias.name}")
+            for node in ast.walk(tree(path)):
+                if not isinstance(node, ast.ImportFrom):
+                    continue
+                ours = node.level > 0 or (node.module or "").startswith(
+                    ("django_paycollect", "tests", "benchmarks")
+                )
+                for alias in node.names:
+                    if ours and alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{path.relative_to(APP.parent)}:{node.lineno}: {alias.name}")
     assert found == []

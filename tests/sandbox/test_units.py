@@ -9,7 +9,7 @@ import pytest
 from rest_framework.exceptions import ErrorDetail
 
 from django_paycollect.sandbox import envelope, journal, money
-from django_paycollect.sandbox.testing import _parse_form
+from django_paycollect.sandbox.testing import parse_form
 
 
 def test_dumps_writes_decimals_as_exact_numbers() -> None:
@@ -100,7 +100,7 @@ def test_form_parser_reads_a_page_like_a_browser() -> None:
       <select id="cf_2" name="cf_2"><option value="">-</option><option value="M" selected>M</option></select>
       <button type="submit" name="action" value="pay">Pay</button>
     </form>"""
-    form = _parse_form(html)
+    form = parse_form(html)
     assert form is not None
     assert form.action == "/pay/"
     assert form.values == {"csrfmiddlewaretoken": "tok", "pay_using": "card", "cf_0": "", "cf_2": "M"}
