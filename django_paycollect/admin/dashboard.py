@@ -15,7 +15,8 @@ from urllib.parse import urlencode
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
+from django.http.response import HttpResponseBase
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, URLPattern, path, reverse
 from django.utils import timezone
@@ -25,10 +26,12 @@ from django.utils.translation import gettext_lazy as _
 from .. import reporting, services
 from ..amounts import amount_label, amount_text, signed_for_language
 from ..models import Dashboard, ReceivedCallback, Transaction
+from ..reporting import exports
 from ..reporting.health import LATE_AFTER_INTERVALS
 from ..reporting.report import duration_text
 from . import charts
 from .common import REPORTED_ERRORS, ModelAdmin, error_text
+from .exports import download, may_export
 from .forms import DashboardForm
 
 PERMISSION = "paycollect.view_dashboard"
@@ -57,7 +60,12 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
     def get_urls(self) -> list[URLPattern]:
         # Named as a changelist, so the admin index links to it.
         view = self.admin_site.admin_view(self.dashboard_view)
-        return [path("", view, name=f"{self.opts.app_label}_{self.opts.model_name}_changelist")]
+        export = self.admin_site.admin_view(self.export_view)
+        info = self.opts.app_label, self.opts.model_name
+        return [
+            path("", view, name="{}_{}_changelist".format(*info)),
+            path("export/", export, name="{}_{}_export".format(*info)),
+        ]
 
     # The statistics button calls the service: outside atomic, like every admin view that does.
     @transaction.non_atomic_requests
@@ -81,6 +89,66 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
             context.update(self._figures(request, found))
         request.current_app = self.admin_site.name
         return TemplateResponse(request, "admin/paycollect/dashboard.html", context)
+
+    def export_view(self, request: HttpRequest) -> HttpResponseBase:
+        """One export (``?export=transactions|refunds|renewals&format=csv|xlsx``) of the community, the
+        currency and the period the dashboard shows: its days, both included, by completion time, the days
+        the dashboard's figures count money by."""
+        if not (self.has_view_permission(request) and may_export(request)):
+            raise PermissionDenied
+        form = DashboardForm(request.GET)
+        export = exports.EXPORTS.get(request.GET.get("export", ""))
+        file_format = request.GET.get("format", "csv")
+        if not form.is_valid() or export is None or file_format not in exports.FORMATS:
+            return HttpResponseBadRequest(
+                gettext(
+                    "Export: choose a community, a currency, a period, one of "
+                    "the exports and a format from the dashboard."
+                )
+            )
+        span = reporting.period(form.cleaned_data["days"])
+        period = exports.ExportPeriod(span.first_day, span.last_day)
+        queryset = exports.selection(
+            export,
+            period=period,
+            community_id=form.cleaned_data["community"],
+            currency=form.cleaned_data["currency"],
+        )
+        response = download(request, export, queryset, file_format, period)
+        if response is None:  # the reason is in a message, shown on the dashboard
+            return HttpResponseRedirect(self._dashboard_url(request))
+        return response
+
+    def _dashboard_url(self, request: HttpRequest) -> str:
+        query = {key: request.GET[key] for key in ("community", "currency", "days") if key in request.GET}
+        url = reverse(f"{self.admin_site.name}:paycollect_dashboard_changelist")
+        return f"{url}?{urlencode(query)}" if query else url
+
+    def _export_links(self, request: HttpRequest, found: reporting.Report) -> list[dict[str, Any]]:
+        """The dashboard's exports of what it shows, for a user who may export."""
+        if not may_export(request):
+            return []
+        url = reverse(f"{self.admin_site.name}:paycollect_dashboard_export")
+        scope = {"community": found.community_id, "currency": found.currency, "days": found.period.days}
+        labels = {
+            "transactions": gettext("Payments collected"),
+            "refunds": gettext("Refunds completed"),
+            "renewals": gettext("Renewal charges"),
+        }
+        return [
+            {
+                "name": name,
+                "label": labels[name],
+                "formats": [
+                    (
+                        file_format.upper(),
+                        f"{url}?{urlencode({**scope, 'export': name, 'format': file_format})}",
+                    )
+                    for file_format in exports.FORMATS
+                ],
+            }
+            for name in exports.EXPORTS
+        ]
 
     def _fetch_statistics(self, request: HttpRequest, form: DashboardForm) -> HttpResponse:
         """A new snapshot of the service's statistics for the community shown; then the page again."""
@@ -152,6 +220,7 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
                 request, "paycollect.transaction", {**community_filter, **started}
             ),
             "generated_at": timezone.localtime(span.end) if timezone.is_aware(span.end) else span.end,
+            "exports": self._export_links(request, found),
         }
 
     def _changelist(self, request: HttpRequest, model: str, query: dict[str, str]) -> str | None:

@@ -25,6 +25,7 @@ from .common import (
     json_display,
     link,
 )
+from .exports import EXPORT_ACTIONS, ExportActions
 from .filters import CommunityFilter, ErrorClassFilter, OperationFilter, RefundCommunityFilter
 
 # --- records: API calls, refunds, statistics ----------------------------------------------------------
@@ -114,7 +115,7 @@ class ApiCallAdmin(PayCollectAdmin[ApiCall]):
 
 
 @admin.register(Refund)
-class RefundAdmin(PayCollectAdmin[Refund]):
+class RefundAdmin(ExportActions, PayCollectAdmin[Refund]):
     list_display = (
         "created_at",
         "transaction",
@@ -149,7 +150,8 @@ class RefundAdmin(PayCollectAdmin[Refund]):
 
     # --- settling by hand what fetching cannot tell (the spec's transaction shows no refunds)
 
-    actions = ("settle_succeeded", "settle_failed")
+    actions = ("settle_succeeded", "settle_failed", *EXPORT_ACTIONS)
+    export_name = "refunds"
 
     def has_refund_permission(self, request: HttpRequest) -> bool:
         return self._has_perm(request, "refund_transaction")

@@ -9,6 +9,7 @@ from django.contrib import admin
 from django.contrib.admin import helpers
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.safestring import SafeString
@@ -21,6 +22,7 @@ from ..models import (
     Transaction,
 )
 from ..models.orders import RecurringSeriesQuerySet
+from ..reporting import exports
 from .common import (
     REPORTED_ERRORS,
     Outcomes,
@@ -31,6 +33,7 @@ from .common import (
     json_display,
     link,
 )
+from .exports import EXPORT_ACTIONS, ExportActions
 from .filters import CommunityFilter
 
 
@@ -122,7 +125,7 @@ class ChargeInline(ReadOnlyInline[Transaction]):
 
 
 @admin.register(RecurringSeries)
-class RecurringSeriesAdmin(PayCollectAdmin[RecurringSeries]):
+class RecurringSeriesAdmin(ExportActions, PayCollectAdmin[RecurringSeries]):
     list_display = (
         "parent_uuid",
         "community_id",
@@ -140,7 +143,8 @@ class RecurringSeriesAdmin(PayCollectAdmin[RecurringSeries]):
     sortable_by = ("parent_uuid", "created_at")
     search_fields = ("=parent_uuid",)
     changelist_defer = ("raw",)
-    actions = ("cancel",)
+    actions = ("cancel", *EXPORT_ACTIONS)
+    export_name = "renewals"
     inlines = (ChargeInline,)
     fields = readonly_fields = (
         "parent_uuid",
@@ -182,6 +186,19 @@ class RecurringSeriesAdmin(PayCollectAdmin[RecurringSeries]):
         )
 
     raw_display = json_display("raw", _("as the service last said"))
+
+    # --- exports: the renewals of the selected series
+
+    def export_rows(self, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        return exports.of_series(queryset)
+
+    @admin.action(description=_("Export the renewals of the selected series as CSV"), permissions=["export"])
+    def export_csv(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponseBase | None:
+        return self._export(request, queryset, "csv")
+
+    @admin.action(description=_("Export the renewals of the selected series as XLSX"), permissions=["export"])
+    def export_xlsx(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponseBase | None:
+        return self._export(request, queryset, "xlsx")
 
     def has_cancel_permission(self, request: HttpRequest) -> bool:
         return self._has_perm(request, "cancel_recurringseries")

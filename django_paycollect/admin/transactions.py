@@ -32,6 +32,7 @@ from .common import (
     json_display,
     link,
 )
+from .exports import EXPORT_ACTIONS, ExportActions
 from .filters import CommunityFilter, CurrencyFilter
 from .forms import RefundForm
 from .recurring import (
@@ -78,7 +79,7 @@ class RefundInline(ReadOnlyInline[Refund]):
 
 
 @admin.register(Transaction)
-class TransactionAdmin(PayCollectAdmin[Transaction]):
+class TransactionAdmin(ExportActions, PayCollectAdmin[Transaction]):
     list_display = (
         "uuid_display",
         "merchant_reference",
@@ -107,7 +108,8 @@ class TransactionAdmin(PayCollectAdmin[Transaction]):
     search_fields = ("uuid", "merchant_reference", "customer_email")
     search_help_text = _("An exact transaction uuid, merchant reference or customer e-mail.")
     changelist_defer = ("raw", "custom_fields", "kiosk_message", "last_error")
-    actions = ("sync", "capture", "refund", "cancel_recurring")
+    actions = ("sync", "capture", "refund", "cancel_recurring", *EXPORT_ACTIONS)
+    export_name = "transactions"
     inlines = (TransactionStatusChangeInline, RefundInline)
     fieldsets = (
         (

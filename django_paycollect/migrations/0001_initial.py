@@ -231,7 +231,7 @@ class Migration(migrations.Migration):
                 'verbose_name': 'transaction',
                 'verbose_name_plural': 'transactions',
                 'ordering': ['-created_at', '-pk'],
-                'permissions': [('capture_transaction', 'Can capture transactions'), ('refund_transaction', 'Can refund transactions'), ('cancel_recurringseries', 'Can cancel recurring series'), ('sync_transaction', 'Can sync transactions from the service')],
+                'permissions': [('capture_transaction', 'Can capture transactions'), ('refund_transaction', 'Can refund transactions'), ('cancel_recurringseries', 'Can cancel recurring series'), ('sync_transaction', 'Can sync transactions from the service'), ('export_transaction', 'Can export transactions, refunds and renewals')],
             },
         ),
         migrations.CreateModel(

@@ -199,6 +199,9 @@ class Transaction(models.Model):
             ("refund_transaction", _("Can refund transactions")),
             ("cancel_recurringseries", _("Can cancel recurring series")),
             ("sync_transaction", _("Can sync transactions from the service")),
+            # One permission for the three exports (transactions, refunds, renewals): they carry the same
+            # customers' data out of the admin.
+            ("export_transaction", _("Can export transactions, refunds and renewals")),
         ]
         constraints = [
             # A double click or a re-rendered page must not start a second payment for one reference.

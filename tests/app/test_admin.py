@@ -55,8 +55,9 @@ def test_every_model_is_registered():
 
 @pytest.mark.django_db
 def test_a_superuser_is_offered_every_action(admin_client):
-    assert offered(admin_client, "transaction") == {"sync", "capture", "refund", "cancel_recurring"}
-    assert offered(admin_client, "recurringseries") == {"cancel"}
+    exports = {"export_csv", "export_xlsx"}
+    assert offered(admin_client, "transaction") == {"sync", "capture", "refund", "cancel_recurring", *exports}
+    assert offered(admin_client, "recurringseries") == {"cancel", *exports}
     assert offered(admin_client, "community") >= {"fetch_statistics"}
 
 

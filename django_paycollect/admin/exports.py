@@ -1,0 +1,70 @@
+"""The exports in the admin: actions on the transaction, refund and series changelists, and the dashboard's
+links, all thin callers of :mod:`django_paycollect.reporting.exports`. Shown to, and answered for, only users
+holding ``paycollect.export_transaction``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, StreamingHttpResponse
+from django.http.response import HttpResponseBase
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
+from ..reporting import exports
+
+PERMISSION = "paycollect.export_transaction"
+
+
+def may_export(request: HttpRequest) -> bool:
+    return request.user.has_perm(PERMISSION)
+
+
+def download(
+    request: HttpRequest,
+    export: exports.Export,
+    queryset: QuerySet[Any],
+    file_format: str,
+    period: exports.ExportPeriod | None = None,
+) -> HttpResponseBase | None:
+    """The export of ``queryset`` as a streamed download; None (and a message) when it cannot be made."""
+    try:
+        pieces = exports.chunks(export, queryset, file_format)
+    except exports.ExportError as error:
+        messages.error(request, gettext("Export: %(why)s") % {"why": error})
+        return None
+    response = StreamingHttpResponse(pieces, content_type=exports.CONTENT_TYPES[file_format])
+    name = exports.filename(export, file_format, period)
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+class ExportActions:
+    """The two actions of a changelist whose rows (``export_rows``) are one export's."""
+
+    export_name = ""
+
+    def export_rows(self, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        return queryset
+
+    def has_export_permission(self, request: HttpRequest) -> bool:
+        return may_export(request)
+
+    def _export(
+        self, request: HttpRequest, queryset: QuerySet[Any], file_format: str
+    ) -> HttpResponseBase | None:
+        export = exports.EXPORTS[self.export_name]
+        return download(request, export, self.export_rows(queryset), file_format)
+
+    @admin.action(description=_("Export the selected as CSV"), permissions=["export"])
+    def export_csv(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponseBase | None:
+        return self._export(request, queryset, "csv")
+
+    @admin.action(description=_("Export the selected as XLSX"), permissions=["export"])
+    def export_xlsx(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponseBase | None:
+        return self._export(request, queryset, "xlsx")
+
+
+EXPORT_ACTIONS = ("export_csv", "export_xlsx")

@@ -1,0 +1,89 @@
+"""``manage.py paycollect_export transactions|refunds|renewals [--since DAY] [--until DAY]
+[--by completed|created] [--community ID] [--currency EGP] [--format csv|xlsx] [--output FILE]
+[--without-pii]``: a thin caller of ``reporting.exports``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable
+from typing import IO, Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from ...reporting import exports
+from ..arguments import currency
+
+
+def day(text: str) -> Any:
+    """A day, ``YYYY-MM-DD`` (read by ``reporting.exports.parse_day``)."""
+    try:
+        return exports.parse_day(text)
+    except exports.ExportError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+class Command(BaseCommand):
+    help = (
+        "Export transactions, refunds or the renewals of recurring series as CSV or XLSX, for a period of "
+        "days in the site's time zone (--since and --until, both included; without them, everything), "
+        "read by their completion (default) or creation time (--by). To standard output unless --output."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("export", choices=sorted(exports.EXPORTS), help="what to export")
+        parser.add_argument("--since", type=day, metavar="YYYY-MM-DD", help="the first day (included)")
+        parser.add_argument("--until", type=day, metavar="YYYY-MM-DD", help="the last day (included)")
+        parser.add_argument(
+            "--by",
+            choices=exports.BASES,
+            default=exports.DEFAULT_BASIS,
+            help="put a row in the period by its completion (default) or its creation time",
+        )
+        parser.add_argument("--community", metavar="ID", help="only this community (default: every one)")
+        parser.add_argument("--currency", type=currency, help="only this currency (default: every one)")
+        parser.add_argument("--format", choices=exports.FORMATS, default="csv", help="csv (default) or xlsx")
+        parser.add_argument("--output", metavar="FILE", help="write to FILE (default: standard output)")
+        parser.add_argument(
+            "--without-pii",
+            action="store_true",
+            help="leave out the customer's name, e-mail, phone, member id",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        export = exports.EXPORTS[options["export"]]
+        try:
+            period = exports.ExportPeriod(options["since"], options["until"])
+            community = exports.known_community(options["community"]) if options["community"] else None
+            file_format = exports.check_format(options["format"])
+            queryset = exports.selection(
+                export,
+                period=period,
+                basis=options["by"],
+                community_id=community,
+                currency=options["currency"],
+            )
+        except exports.ExportError as exc:
+            raise CommandError(str(exc)) from None
+        pieces = exports.chunks(export, queryset, file_format, include_pii=not options["without_pii"])
+        if options["output"]:
+            try:
+                with open(options["output"], "wb") as target:
+                    self._write(pieces, target)
+            except OSError as exc:
+                raise CommandError(f"cannot write {options['output']}: {exc.strerror}") from None
+            return
+        # Bytes to standard output: the CSV is UTF-8 whatever the terminal's encoding, and an XLSX is binary.
+        stdout = getattr(self.stdout, "_out", sys.stdout)
+        binary = getattr(stdout, "buffer", None)
+        if binary is None and file_format == "xlsx":
+            raise CommandError("XLSX is binary: give --output FILE (this standard output takes only text)")
+        if binary is not None:
+            self._write(pieces, binary)
+        else:  # a text stream (StringIO under call_command): the CSV as text
+            self._write((piece.decode("utf-8") for piece in pieces), stdout)
+
+    def _write(self, pieces: Iterable[Any], target: IO[Any]) -> None:
+        for piece in pieces:
+            target.write(piece)
+        target.flush()
