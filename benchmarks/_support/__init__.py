@@ -31,6 +31,7 @@ SECTION_ORDER = (
     "reconcile_fetch",
     "admin_changelist",
     "admin_dashboard",
+    "export",
     "prune_api_calls",
     "sandbox_fetch",
 )

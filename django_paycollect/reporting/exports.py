@@ -320,28 +320,46 @@ def rows(
 # --- cells -------------------------------------------------------------------------------------------------
 
 
+_FORMULA_FIRST = frozenset(FORMULA_STARTS)
+
+
 def safe_text(value: str) -> str:
     """A text cell no spreadsheet runs as a formula: a leading single quote before ``=``, ``+``, ``-``, ``@``,
     a tab or a carriage return (OWASP's advice for CSV injection). Other text is unchanged."""
-    return f"'{value}" if value.startswith(FORMULA_STARTS) else value
+    return f"'{value}" if value[:1] in _FORMULA_FIRST else value
 
 
-def time_text(value: dt.datetime) -> str:
-    """ISO 8601 in the site's time zone, with its offset (naive times, ``USE_TZ = False``, as they are)."""
-    return (timezone.localtime(value) if timezone.is_aware(value) else value).isoformat()
+def _time_writer() -> Callable[[dt.datetime], str]:
+    """ISO 8601 in the site's time zone, with its offset (naive times, ``USE_TZ = False``, as they are). The
+    zone is looked up once per export, not once per cell."""
+    zone = timezone.get_current_timezone()
+
+    def text(value: dt.datetime) -> str:
+        return (value.astimezone(zone) if value.tzinfo is not None else value).isoformat()
+
+    return text
 
 
-def _text_cell(column: Column, value: Any) -> str:
-    """Every cell as CSV writes it: amounts as exact text, times in ISO 8601, text made safe."""
-    if value is None:
-        return ""
-    if column.kind == AMOUNT:
-        return amount_text(Decimal(value))
-    if column.kind == TIME:
-        return time_text(value)
-    if column.kind == NUMBER:
-        return str(value)
-    return safe_text(str(value))
+def _text(value: Any) -> str:
+    return safe_text(value if isinstance(value, str) else str(value))
+
+
+def _text_cells(columns: Sequence[Column]) -> Callable[[Sequence[Any]], list[str]]:
+    """What makes a row's cells as CSV writes them: amounts as exact text (``amount_text``), times in ISO
+    8601, numbers as digits, text made safe; empty for None. Chosen once per column, not per cell."""
+    by_kind: dict[str, Callable[[Any], str]] = {
+        AMOUNT: amount_text,
+        TIME: _time_writer(),
+        NUMBER: str,
+        # Text columns hold text (CharField values are str): made safe as they are.
+        TEXT: safe_text,
+    }
+    writers = [by_kind[column.kind] for column in columns]
+
+    def cells(record: Sequence[Any]) -> list[str]:
+        return ["" if v is None else w(v) for w, v in zip(writers, record, strict=True)]
+
+    return cells
 
 
 # --- CSV ---------------------------------------------------------------------------------------------------
@@ -364,10 +382,11 @@ def csv_chunks(
     """The CSV, UTF-8, header first, in chunks of about ``chunk_bytes`` (a streamed response's pieces)."""
     columns = export.columns_for(include_pii)
     writer = csv.writer(_Line())
+    cells = _text_cells(columns)
     pending: list[str] = [writer.writerow([column.name for column in columns])]
     size = 0
     for record in records:
-        line = writer.writerow([_text_cell(c, v) for c, v in zip(columns, record, strict=True)])
+        line = writer.writerow(cells(record))
         pending.append(line)
         size += len(line)
         if size >= chunk_bytes:
@@ -401,27 +420,39 @@ def write_xlsx(
         },
     )
     money = workbook.add_format({"num_format": "0.00"})
+    as_time = _time_writer()
+
+    def amount(sheet: Any, row: int, col: int, value: Decimal) -> None:
+        # The one place an amount becomes a float: XLSX stores numbers as IEEE doubles. Every amount the
+        # columns hold (at most 14 digits, 2 of them decimals) is within a double's 15 exact significant
+        # digits, so the cell shows the exact amount with the 0.00 format.
+        sheet.write_number(row, col, float(value), money)
+
+    def number(sheet: Any, row: int, col: int, value: int) -> None:
+        sheet.write_number(row, col, value)
+
+    def time(sheet: Any, row: int, col: int, value: dt.datetime) -> None:
+        sheet.write_string(row, col, as_time(value))
+
+    def text(sheet: Any, row: int, col: int, value: Any) -> None:
+        sheet.write_string(row, col, _text(value))
+
+    by_kind: dict[str, Callable[[Any, int, int, Any], None]] = {
+        AMOUNT: amount,
+        NUMBER: number,
+        TIME: time,
+        TEXT: text,
+    }
+    writers = [by_kind[column.kind] for column in columns]
     sheet = None
     row = XLSX_MAX_ROWS
     for record in records:
         if row >= XLSX_MAX_ROWS:
             sheet = _new_sheet(workbook, export, columns)
             row = 1
-        assert sheet is not None
-        for col, (column, value) in enumerate(zip(columns, record, strict=True)):
-            if value is None:
-                continue
-            if column.kind == AMOUNT:
-                # The one place an amount becomes a float: XLSX stores numbers as IEEE doubles. Every amount
-                # the columns hold (at most 14 digits, 2 of them decimals) is within a double's 15 exact
-                # significant digits, so the cell shows the exact amount with the 0.00 format.
-                sheet.write_number(row, col, float(value), money)
-            elif column.kind == NUMBER:
-                sheet.write_number(row, col, value)
-            elif column.kind == TIME:
-                sheet.write_string(row, col, time_text(value))
-            else:
-                sheet.write_string(row, col, safe_text(str(value)))
+        for col, (write, value) in enumerate(zip(writers, record, strict=True)):
+            if value is not None:
+                write(sheet, row, col, value)
         row += 1
     if sheet is None:
         _new_sheet(workbook, export, columns)
