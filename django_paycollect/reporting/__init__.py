@@ -16,8 +16,9 @@ days before it, up to now. What the figures mean:
 * what needs a person is counted over all time, whatever the currency: it does not go away by itself.
 
 A package: ``figures`` (the period, money, collected per day, payments by status), ``health`` (callbacks,
-what needs a person, whether the periodic jobs are late) and ``report`` (the statistics comparison, the
-whole report, its text and JSON).
+what needs a person, whether the periodic jobs are late), ``report`` (the statistics comparison, the
+whole report, its text and JSON) and ``exports`` (transactions, refunds and renewals of a period as CSV and
+XLSX, whose totals are these figures).
 """
 
 from __future__ import annotations
