@@ -16,6 +16,7 @@ from django.core.checks import run_checks
 from django.db import connection
 
 from django_paycollect import tasks  # noqa: F401  (connects the handlers)
+from tests.celery_app import app as celery_app
 
 
 class Task:
@@ -86,7 +87,7 @@ class TestSessionsBetweenTasks:
 # --- the check ---------------------------------------------------------------------------------------------
 
 
-def w008() -> list[str]:
+def w009() -> list[str]:
     return [
         m.msg for m in run_checks(include_deployment_checks=False, databases=[]) if m.id == "paycollect.W009"
     ]
@@ -105,35 +106,43 @@ def worker_settings(
             "CONN_MAX_AGE": max_age,
         },
     }
-    # The project's Celery app reads them from Django settings (namespace CELERY).
+    # The project's Celery app reads them from Django settings (namespace CELERY), once: an app another test
+    # already configured keeps what it read, so its eager flag is set on it too, and put back.
     settings.CELERY_TASK_ALWAYS_EAGER = False
     settings.CELERY_DB_REUSE_MAX = reuse
-    yield
+    # Both spellings: Celery before 5.7 reads the prefixed key before the plain one.
+    conf = celery_app.conf
+    before = conf.task_always_eager
+    conf.task_always_eager = conf["CELERY_TASK_ALWAYS_EAGER"] = False
+    try:
+        yield
+    finally:
+        conf.task_always_eager = conf["CELERY_TASK_ALWAYS_EAGER"] = before
 
 
 def test_the_check_is_quiet_for_a_worker_that_keeps_its_sessions(settings):
     with worker_settings(settings):
-        assert w008() == []
+        assert w009() == []
     with worker_settings(settings, max_age=None):
-        assert w008() == []
+        assert w009() == []
 
 
 def test_the_check_warns_when_the_database_does_not_keep_sessions(settings):
     with worker_settings(settings, max_age=0):
-        (message,) = w008()
+        (message,) = w009()
     assert "has CONN_MAX_AGE 0" in message
     assert "CELERY_DB_REUSE_MAX" not in message
 
 
 def test_the_check_warns_when_celery_closes_every_session_around_each_task(settings):
     with worker_settings(settings, reuse=None):
-        (message,) = w008()
+        (message,) = w009()
     assert "CELERY_DB_REUSE_MAX is not set" in message
 
 
 def test_the_check_is_quiet_on_sqlite_and_when_tasks_run_eagerly(settings):
     with worker_settings(settings, max_age=0, reuse=None, engine="sqlite3"):
-        assert w008() == []
+        assert w009() == []
     with worker_settings(settings, max_age=0, reuse=None):
-        settings.CELERY_TASK_ALWAYS_EAGER = True
-        assert w008() == []
+        celery_app.conf.task_always_eager = celery_app.conf["CELERY_TASK_ALWAYS_EAGER"] = True
+        assert w009() == []
