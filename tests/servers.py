@@ -1,9 +1,23 @@
-"""Helpers of the tests that start real servers: free loopback ports and the gunicorn command line."""
+"""Helpers of the tests that start real servers: free loopback ports, the gunicorn command line and the
+test project served by gunicorn."""
 
 from __future__ import annotations
 
+import json
+import os
 import socket
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -22,3 +36,51 @@ def gunicorn_command(app: str, port: int, *options: str) -> list[str]:
     if "control_socket_disable" in Config().settings:
         command.append("--no-control-socket")
     return command
+
+
+@contextmanager
+def served_test_project(
+    directory: Path, *, workers: int, paycollect: dict[str, Any], migrate: bool = True
+) -> Iterator[str]:
+    """The test project (``tests.wsgi``) in gunicorn with ``workers`` processes on ``directory``'s
+    ``site.sqlite3``, ``PAYCOLLECT`` as given; its URL once it answers. ``migrate=False``: the file is a
+    copy of a migrated database already."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DJANGO_", "PAYCOLLECT_TEST_POSTGRES", "PROMETHEUS_MULTIPROC_DIR"))
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="tests.served_settings",
+        PAYCOLLECT_SERVED_DB=str(directory / "site.sqlite3"),
+        PAYCOLLECT_SERVED_PAYCOLLECT=json.dumps(paycollect),
+        PYTHONPATH=str(ROOT),
+    )
+    if migrate:
+        command = [sys.executable, "-m", "django", "migrate", "--noinput", "--skip-checks", "-v", "0"]
+        subprocess.run(command, cwd=ROOT, env=env, check=True)  # noqa: S603
+    port = free_port()
+    log = directory / "gunicorn.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(  # noqa: S603
+            gunicorn_command("tests.wsgi:application", port, "-w", str(workers)),
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                requests.get(f"{url}/paycollect/return/status/", timeout=10)
+                break
+            except requests.RequestException:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"gunicorn did not start:\n{log.read_text()[-3000:]}")
+                time.sleep(0.1)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

@@ -3,12 +3,7 @@ answers a scrape, it reads the same database, so every scrape says what the data
 
 from __future__ import annotations
 
-import json
-import os
 import sqlite3
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,10 +12,9 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import CALLBACK_TOKEN
-from tests.servers import free_port, gunicorn_command
+from tests.servers import free_port, served_test_project
+from tests.support.payments import CALLBACK_TOKEN
 
-ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "a-long-random-metrics-token-for-gunicorn"
 
 
@@ -53,56 +47,10 @@ def gunicorn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """The test project in gunicorn, three worker processes, on an SQLite file; the service is a closed port
     (each callback's verification fails at once)."""
     directory = tmp_path_factory.mktemp("gunicorn-metrics")
-    database = directory / "site.sqlite3"
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("DJANGO_", "PAYCOLLECT_TEST_POSTGRES", "PROMETHEUS_MULTIPROC_DIR"))
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE="tests.served_settings",
-        PAYCOLLECT_SERVED_DB=str(database),
-        PAYCOLLECT_SERVED_PAYCOLLECT=json.dumps(
-            {
-                "BASE_URL": f"http://127.0.0.1:{free_port()}",
-                "MAX_NETWORK_RETRIES": 0,
-                "TIMEOUT": [1, 1],
-                "METRICS_TOKENS": [TOKEN],
-            }
-        ),
-        PYTHONPATH=str(ROOT),
-    )
-    subprocess.run(
-        [sys.executable, "-m", "django", "migrate", "--noinput", "--skip-checks", "-v", "0"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-    )
-    port = free_port()
-    log = directory / "gunicorn.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(  # noqa: S603
-            gunicorn_command("tests.wsgi:application", port, "-w", "3"),
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                requests.get(f"{url}/paycollect/return/status/", timeout=10)
-                break
-            except requests.RequestException:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"gunicorn did not start:\n{log.read_text()[-3000:]}")
-                time.sleep(0.1)
-        yield Served(url, database)
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    closed = f"http://127.0.0.1:{free_port()}"
+    settings = {"BASE_URL": closed, "MAX_NETWORK_RETRIES": 0, "TIMEOUT": [1, 1], "METRICS_TOKENS": [TOKEN]}
+    with served_test_project(directory, workers=3, paycollect=settings) as url:
+        yield Served(url, directory / "site.sqlite3")
 
 
 def test_every_worker_serves_what_the_database_holds(gunicorn):

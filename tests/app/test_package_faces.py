@@ -84,3 +84,15 @@ def test_no_module_imports_another_modules_underscore_names() -> None:
                     if ours and alias.name.startswith("_") and not alias.name.startswith("__"):
                         found.append(f"{path.relative_to(APP.parent)}:{node.lineno}: {alias.name}")
     assert found == []
+
+
+def test_no_test_imports_from_a_conftest() -> None:
+    """Shared helpers live in tests/support (or a suite's support module): a conftest is pytest's, and one
+    imported as a module runs its fixtures' module twice."""
+    found = [
+        f"{path.relative_to(APP.parent)}:{node.lineno}"
+        for path in sorted((APP.parent / "tests").rglob("*.py"))
+        for node in ast.walk(tree(path))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[-1] == "conftest"
+    ]
+    assert found == []

@@ -4,11 +4,7 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,11 +13,10 @@ from typing import Any
 import pytest
 import requests
 
-from tests.servers import free_port, gunicorn_command
+from tests.servers import free_port, served_test_project
 from tests.support.example_site import copy_of_the_test_database
 from tests.support.payments import CALLBACK_TOKEN
 
-ROOT = Path(__file__).resolve().parents[2]
 UUID = "3f1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f60"
 LIMIT = 65536
 
@@ -46,50 +41,12 @@ def gunicorn(
     the service is a closed port, so each verification fails at once: these tests are about what the view
     reads and stores."""
     directory = tmp_path_factory.mktemp("gunicorn")
-    database = directory / "site.sqlite3"
     with django_db_blocker.unblock():
-        copied = copy_of_the_test_database(database)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "PAYCOLLECT_TEST_POSTGRES"))}
-    env.update(
-        DJANGO_SETTINGS_MODULE="tests.served_settings",
-        PAYCOLLECT_SERVED_DB=str(database),
-        PAYCOLLECT_SERVED_PAYCOLLECT=json.dumps(
-            {"BASE_URL": f"http://127.0.0.1:{free_port()}", "MAX_NETWORK_RETRIES": 0, "TIMEOUT": [1, 1]}
-        ),
-        PYTHONPATH=str(ROOT),
-    )
-    if not copied:
-        subprocess.run(
-            [sys.executable, "-m", "django", "migrate", "--noinput", "--skip-checks", "-v", "0"],
-            cwd=ROOT,
-            env=env,
-            check=True,
-        )
-    port = free_port()
-    log = directory / "gunicorn.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(  # noqa: S603
-            gunicorn_command("tests.wsgi:application", port, "-w", "2"),
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                requests.get(f"{url}/paycollect/return/status/", timeout=10)
-                break
-            except requests.RequestException:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"gunicorn did not start:\n{log.read_text()[-3000:]}")
-                time.sleep(0.1)
-        yield Served(url, database)
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+        copied = copy_of_the_test_database(directory / "site.sqlite3")
+    closed = f"http://127.0.0.1:{free_port()}"
+    settings = {"BASE_URL": closed, "MAX_NETWORK_RETRIES": 0, "TIMEOUT": [1, 1]}
+    with served_test_project(directory, workers=2, paycollect=settings, migrate=not copied) as url:
+        yield Served(url, directory / "site.sqlite3")
 
 
 def chunked(body: bytes, size: int = 1000) -> Iterator[bytes]:

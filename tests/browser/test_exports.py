@@ -18,8 +18,7 @@ import pytest
 
 from django_paycollect.reporting import exports
 
-from .conftest import new_page
-from .support import needs_browser, screenshot
+from .support import needs_browser, new_page, screenshot
 
 pytestmark = [pytest.mark.browser, needs_browser]
 

@@ -14,7 +14,7 @@ import pytest
 from django.db import connection
 
 from django_paycollect.models import ReceivedCallback, Transaction
-from tests.worker.conftest import wait_for
+from tests.support.worker import wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
