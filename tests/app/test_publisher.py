@@ -32,6 +32,7 @@ from django_paycollect.tasks import outbox
 from django_paycollect.tasks.outbox import MAX_IDS_PER_MESSAGE, Publisher
 from tests.example_project import ROOT
 from tests.support.callbacks import body_for, post
+from tests.support.celery import eager
 
 CB = ReceivedCallback
 #: The callback view's hand-on runs after the commit: these tests commit.
@@ -261,14 +262,8 @@ def test_a_forked_child_publishes_its_own_callbacks_and_never_its_parents(make_p
 @pytest.fixture
 def not_eager() -> Iterator[None]:
     """Celery with a broker, as in production (the tests' app is eager)."""
-    conf = tasks.process_callbacks.app.conf
-    before = conf.task_always_eager
-    # Both spellings: Celery before 5.7 reads the project's CELERY_-prefixed setting before the plain key.
-    conf.task_always_eager = conf["CELERY_TASK_ALWAYS_EAGER"] = False
-    try:
+    with eager(False):
         yield
-    finally:
-        conf.task_always_eager = conf["CELERY_TASK_ALWAYS_EAGER"] = before
 
 
 @committed

@@ -16,7 +16,7 @@ from django.core.checks import run_checks
 from django.db import connection
 
 from django_paycollect import tasks  # noqa: F401  (connects the handlers)
-from tests.celery_app import app as celery_app
+from tests.support.celery import eager
 
 
 class Task:
@@ -106,18 +106,9 @@ def worker_settings(
             "CONN_MAX_AGE": max_age,
         },
     }
-    # The project's Celery app reads them from Django settings (namespace CELERY), once: an app another test
-    # already configured keeps what it read, so its eager flag is set on it too, and put back.
-    settings.CELERY_TASK_ALWAYS_EAGER = False
     settings.CELERY_DB_REUSE_MAX = reuse
-    # Both spellings: Celery before 5.7 reads the prefixed key before the plain one.
-    conf = celery_app.conf
-    before = conf.task_always_eager
-    conf.task_always_eager = conf["CELERY_TASK_ALWAYS_EAGER"] = False
-    try:
+    with eager(False):
         yield
-    finally:
-        conf.task_always_eager = conf["CELERY_TASK_ALWAYS_EAGER"] = before
 
 
 def test_the_check_is_quiet_for_a_worker_that_keeps_its_sessions(settings):
@@ -143,6 +134,5 @@ def test_the_check_warns_when_celery_closes_every_session_around_each_task(setti
 def test_the_check_is_quiet_on_sqlite_and_when_tasks_run_eagerly(settings):
     with worker_settings(settings, max_age=0, reuse=None, engine="sqlite3"):
         assert w009() == []
-    with worker_settings(settings, max_age=0, reuse=None):
-        celery_app.conf.task_always_eager = celery_app.conf["CELERY_TASK_ALWAYS_EAGER"] = True
+    with worker_settings(settings, max_age=0, reuse=None), eager(True):
         assert w009() == []
