@@ -51,7 +51,6 @@ from benchmarks._support import (
     temp_workdir,
     write_section,
 )
-from django_paycollect.reconciliation.pruning import BATCH_SIZE
 
 TARGET_TIME_RATIO = 2.0
 TARGET_GROWTH_MIB = 64
@@ -124,6 +123,7 @@ def explain(database: str, rows: int) -> None:
     from django.utils import timezone
 
     from django_paycollect.models import ApiCall
+    from django_paycollect.reconciliation.pruning import BATCH_SIZE
 
     old = ApiCall.objects.filter(created_at__lt=timezone.now() - dt.timedelta(days=90))
     batch = max(1, min(BATCH_SIZE, rows // 4))  # a whole batch, whatever --rows

@@ -8,24 +8,28 @@ at the end, on a durable PostgreSQL server of the run's own (``.ci/postgres.sh``
 end), or the one ``PAYCOLLECT_BENCH_POSTGRES`` names (its settings are printed with the results; figures of
 one that is not durable are labelled so)). Then, in alternating rounds (medians compared):
 
-- ``reconciliation.reconcile()`` with ``RECONCILE_CONCURRENCY`` = ``--concurrency`` (default 8): finds the
+- ``reconciliation.reconcile()`` with ``RECONCILE_CONCURRENCY`` = ``--concurrency`` (its default): finds the
   open transactions and syncs each through the service layer (client, envelope checks, an ApiCall row, row
   lock where the status changes, status machine, signals), that many at once;
-- a raw loop at the same concurrency: that many threads, each with its own ``requests.Session``,
-  ``GET /api/v1/communities/<id>/transactions/<uuid>/`` for the same transactions, ``response.json()``,
-  nothing stored.
+- the same-work raw loop at the same concurrency: that many threads, each with its own ``requests.Session``
+  and psycopg connection, ``GET /api/v1/communities/<id>/transactions/<uuid>/`` for the same transactions,
+  ``response.json()``, then the facts reconcile keeps, committed per fetch on the same durable server: an
+  envelope row in ``paycollect_apicall`` and the fetched status on the transaction's row (hand-written SQL);
+- a fetch-only raw loop (the same threads, nothing stored; reported, what storing costs).
 
 Between rounds the transactions are put back to PENDING and never synced. Target: reconcile at least 0.8
-of the raw loop's speed at equal concurrency. CPU time per transaction of the three processes (this one, the
-sandbox and PostgreSQL, from /proc) is printed too, and from it the ratio this machine's cores allow: each
-loop at the speed its CPU time permits (all cores busy, and this process's threads one at a time, as the
-interpreter lock runs them). Then, once each, over ``--latency-transactions`` (default 250) with the sandbox
-answering every fetch ``--latency-ms`` (default 20) late through its latency fault: reconcile against the
-sequential raw loop (target ≥ 5x) and against the raw loop at its concurrency (reported). Last, with the same
-latency, a fanned-out run: every open transaction in chunks of ``--chunk-size`` (default 250), each chunk
-through ``reconciliation.reconcile_chunk`` (what a ``paycollect.reconcile_chunk`` task runs), in one worker
-process and then in two taking chunks from one queue as Celery workers with a prefetch of one do (target
-≥ 1.6x), beside the raw loop's chunks in one process and in two (what the machine allows).
+of the same-work raw loop's speed at equal concurrency. CPU time per transaction of the three processes
+(this one, the sandbox and PostgreSQL, from /proc) is printed too, and from it the ratio this machine's
+cores allow: each loop at the speed its CPU time permits (all cores busy, and this process's threads one at
+a time, as the interpreter lock runs them). Then, once each, over ``--latency-transactions`` (default 250)
+with the sandbox answering every fetch ``--latency-ms`` (default 20) late through its latency fault:
+reconcile against the sequential fetch-only loop (target ≥ 5x) and against the same-work raw loop at its
+concurrency (reported). Last, with the same latency, a fanned-out run: every open transaction in chunks of
+``--chunk-size`` (default 250), each chunk through ``reconciliation.reconcile_chunk`` (what a
+``paycollect.reconcile_chunk`` task runs), in one worker process and then in two taking chunks from one
+queue as Celery workers with a prefetch of one do (target ≥ 1.6x), beside the same-work raw loop's chunks
+in one process and in two (what the machine allows). ``--concurrency`` defaults to the setting's default,
+so the 5x target is measured with the default settings.
 ``--strict`` makes a missed target exit with status 1. Run by ``make bench``, never by the tests.
 """
 
@@ -57,7 +61,6 @@ from benchmarks._support import (
 )
 from benchmarks._support.servers import process_cpu
 from django_paycollect.sandbox.testing import SandboxControl, start_sandbox
-from django_paycollect.services.config import community_config, get_client
 
 TARGET_RATIO = 0.8
 TARGET_LATENCY = 5.0
@@ -115,7 +118,15 @@ def main() -> int:
     parser.add_argument(
         "--latency-transactions", type=int, default=250, help="transactions in the latency run (default 250)"
     )
-    parser.add_argument("--concurrency", type=int, default=8, help="RECONCILE_CONCURRENCY (default 8)")
+    from django_paycollect.conf import DEFAULTS
+
+    default_concurrency = int(DEFAULTS["RECONCILE_CONCURRENCY"])
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=default_concurrency,
+        help=f"RECONCILE_CONCURRENCY (default {default_concurrency}, the setting's default)",
+    )
     parser.add_argument(
         "--chunk-size", type=int, default=250, help="the fanned-out run's chunks (default 250)"
     )
@@ -136,9 +147,11 @@ def main() -> int:
         "Reconciliation against the sandbox",
         summary=(
             f"`reconciliation.reconcile()` (`RECONCILE_CONCURRENCY` {args.concurrency}) over "
-            f"{args.transactions:,} PENDING transactions (one in four completed at the service) beside a raw "
-            "`requests.Session` loop in as many threads fetching the same transactions and parsing their "
-            "JSON; standalone sandbox on loopback (SQLite), our rows on PostgreSQL (same machine); "
+            f"{args.transactions:,} PENDING transactions (one in four completed at the service) beside a "
+            "same-work raw loop in as many threads (a `requests.Session` and a psycopg connection each: the "
+            "fetch, its JSON, then an envelope row in `paycollect_apicall` and the fetched status on the "
+            "transaction's row, hand-written SQL, one commit per fetch) and a fetch-only raw loop (nothing "
+            "stored); standalone sandbox on loopback (SQLite), our rows on PostgreSQL (same machine); "
             f"{args.rounds} alternating rounds, medians. The ratio is the raw loop's time over reconcile's "
             "(higher is better for reconcile). CPU is user + system time per transaction of this process, "
             "of the sandbox and of PostgreSQL; the ratio the machine allows is each loop at the speed its "
@@ -148,7 +161,7 @@ def main() -> int:
             f"Last, with that latency, all {args.transactions:,} in chunks of {args.chunk_size} through "
             "`reconciliation.reconcile_chunk` (the `paycollect.reconcile_chunk` task's work) in one worker "
             "process, then in two taking chunks from one queue, beside the raw loop's chunks in one and two "
-            "processes."
+            "processes (the same-work loop's)."
         ),
         measures=measures,
         details=details,
@@ -182,15 +195,24 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> tuple[list[Meas
         Measure(
             f"reconcile {n:,} open transactions, {args.concurrency} at once",
             f"{rec['wall']:.2f} s ({n / rec['wall']:.0f}/s)",
-            f"raw requests loop, {args.concurrency} threads, {raw['wall']:.2f} s ({n / raw['wall']:.0f}/s)",
+            f"same-work raw loop, {args.concurrency} threads, {raw['wall']:.2f} s ({n / raw['wall']:.0f}/s)",
             ratio,
             f"≥ {TARGET_RATIO:g}",
             ratio >= TARGET_RATIO,
         ),
         Measure(
+            f"reconcile {n:,}, {args.concurrency} at once, beside fetching alone",
+            f"{rec['wall']:.2f} s",
+            f"fetch-only raw loop (nothing stored), {args.concurrency} threads, "
+            f"{results['fetch']['wall']:.2f} s",
+            results["fetch"]["wall"] / rec["wall"],
+            "(reported: what storing costs, ours and the raw loop's)",
+            None,
+        ),
+        Measure(
             "CPU per transaction, three processes",
             cpu_text(cpu_rec),
-            f"raw loop {cpu_text(cpu_raw)}",
+            f"same-work raw loop {cpu_text(cpu_raw)}",
             sum(cpu_raw.values()) / sum(cpu_rec.values()),
             "(reported)",
             None,
@@ -198,7 +220,7 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> tuple[list[Meas
         Measure(
             f"ratio this CPU time allows on {cores} cores",
             f"reconcile {1 / limit(cpu_rec):.0f}/s",
-            f"raw loop {1 / limit(cpu_raw):.0f}/s",
+            f"same-work raw loop {1 / limit(cpu_raw):.0f}/s",
             allowed,
             "(reported: the first ratio's ceiling here)",
             None,
@@ -214,7 +236,7 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> tuple[list[Meas
         Measure(
             f"reconcile {args.latency_transactions} with {args.latency_ms} ms of latency, equal concurrency",
             f"{latency['reconcile']:.2f} s",
-            f"raw loop, {args.concurrency} threads, {latency['raw']:.2f} s",
+            f"same-work raw loop, {args.concurrency} threads, {latency['raw']:.2f} s",
             latency["raw"] / latency["reconcile"],
             "(reported)",
             None,
@@ -228,7 +250,7 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> tuple[list[Meas
             workers >= TARGET_WORKERS,
         ),
         Measure(
-            "raw loop's chunks, two processes",
+            "same-work raw loop's chunks, two processes",
             f"{fanned['raw_2']['wall']:.2f} s",
             f"one process {fanned['raw_1']['wall']:.2f} s",
             raw_workers,
@@ -243,7 +265,9 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> tuple[list[Meas
         f"CPU of other processes during the rounds: {max(0.0, others):.1f} s in {wall:.1f} s "
         f"({max(0.0, others) / wall / cores:.0%} of the machine's {cores} cores)",
         "seconds per round, reconcile: " + ", ".join(f"{r['reconcile']['wall']:.2f}" for r in per_round),
-        "seconds per round, raw loop:  " + ", ".join(f"{r['raw']['wall']:.2f}" for r in per_round),
+        "seconds per round, same-work raw loop: " + ", ".join(f"{r['raw']['wall']:.2f}" for r in per_round),
+        "seconds per round, fetch-only raw loop: "
+        + ", ".join(f"{r['fetch']['wall']:.2f}" for r in per_round),
         f"status changes per reconcile round: {results['changed']} (the completed quarter)",
     ]
     for name, label in (
@@ -280,13 +304,13 @@ def notes(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
         f"**At equal concurrency** reconcile spends {cpu_rec['here']:.0f} µs of this process's CPU per "
         f"transaction where the raw loop spends {cpu_raw['here']:.0f}, and makes the sandbox and PostgreSQL "
         f"spend {cpu_rec['sandbox'] + cpu_rec['postgres']:.0f} µs where the raw loop makes them spend "
-        f"{cpu_raw['sandbox'] + cpu_raw['postgres']:.0f}: it stores what it fetched (the API call and the "
-        "transaction's row in one commit, a quarter of them changing status under the row lock) where the "
-        "raw loop stores nothing. Its threads run one at a time (the interpreter lock): that bounds it at "
-        f"{1e6 / cpu_rec['here']:.0f}/s, and the three processes' CPU on {cores} cores at "
-        f"{cores * 1e6 / total_rec:.0f}/s. Even spread over processes, the whole CPU bounds the ratio at "
-        f"{total_raw / total_rec:.2f} here: 0.8 would need storing a fetch to cost the machine less than a "
-        "quarter of what fetching it costs.",
+        f"{cpu_raw['sandbox'] + cpu_raw['postgres']:.0f}. Both store the same facts in one commit per "
+        "fetch (the API call's row and the transaction's status); reconcile also decides through the "
+        "service layer (the envelope's checks, the status machine under the row lock for the quarter that "
+        "changes, the signals), through the ORM. Its threads run one at a time (the interpreter lock): "
+        f"that bounds it at {1e6 / cpu_rec['here']:.0f}/s, and the three processes' CPU on {cores} cores at "
+        f"{cores * 1e6 / total_rec:.0f}/s. Spread over processes, the whole CPU bounds the ratio at "
+        f"{total_raw / total_rec:.2f} here.",
         f"**At {args.latency_ms} ms of latency**, {slice_} fetches {concurrency} at a time wait at least "
         f"{waits:.2f} s, and this process's CPU for them takes about {own:.2f} s, "
         "one thread at a time, while the sandbox and PostgreSQL need about "
@@ -297,8 +321,8 @@ def notes(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
         f"two workers spending {two['here']:.0f} µs per transaction, the sandbox spent "
         f"{two['sandbox']:.0f} and PostgreSQL {two['postgres']:.0f}, all on the same {cores} cores: that "
         f"CPU, or the latency at twice the concurrency, allows two workers at best {one / best_two:.2f}x one "
-        f"here. The raw loop's chunks gained {fanned['raw_1']['wall'] / fanned['raw_2']['wall']:.2f}x from a "
-        "second process on the same machine.",
+        "here. The same-work raw loop's chunks gained "
+        f"{fanned['raw_1']['wall'] / fanned['raw_2']['wall']:.2f}x from a second process here.",
         "Profiles, and what was cut: `benchmarks/README.md`, section reconcile_fetch.py.",
     ]
 
@@ -311,6 +335,7 @@ def run(database: str, info: dict[str, Any], args: argparse.Namespace) -> dict[s
 
     from django_paycollect import reconciliation
     from django_paycollect.models import Transaction
+    from django_paycollect.services.config import community_config, get_client
 
     count, concurrency = args.transactions, args.concurrency
     community = str(info["community_id"])
@@ -378,9 +403,16 @@ def run(database: str, info: dict[str, Any], args: argparse.Namespace) -> dict[s
         for thread in threads:
             thread.join()
 
-    def fresh_raw_loop(chunk: list[str]) -> None:
-        """The raw loop in a forked process: sessions of its own, never the parent's connections."""
-        raw_loop(chunk, [requests.Session() for _ in range(concurrency)])
+    by_uuid = dict(Transaction.objects.values_list("uuid", "pk"))
+    store_loop = same_work_loop(database, base, headers, community, by_uuid)
+
+    def stored_loop(chosen: list[str], threads: int = concurrency) -> None:
+        """The same-work raw loop: the fetches, each one's status and envelope row committed."""
+        workers = [threading.Thread(target=store_loop, args=(chosen[i::threads],)) for i in range(threads)]
+        for thread in workers:
+            thread.start()
+        for thread in workers:
+            thread.join()
 
     changed: list[int] = []
 
@@ -392,13 +424,21 @@ def run(database: str, info: dict[str, Any], args: argparse.Namespace) -> dict[s
             )
         changed.append(summary.changed)
 
-    def reopen() -> None:
-        """Back to PENDING and never synced, outside the measures."""
-        Transaction.objects.update(status=Transaction.PENDING, last_synced_at=None, succeeded_at=None)
+    def reopen(only: list[str] | None = None) -> None:
+        """Back to PENDING and never synced (``only`` these uuids), outside the measures."""
+        rows = Transaction.objects.filter(uuid__in=only) if only is not None else Transaction.objects
+        rows.update(
+            status=Transaction.PENDING,
+            service_status=Transaction.PENDING,
+            last_synced_at=None,
+            succeeded_at=None,
+        )
 
     # Warm both (connections, imports, the sandbox's pages) on a short slice; a first sync stores the
     # service's id of each transaction, as the first fetch of a stored payment does.
     sequential_loop(uuids[:50], sessions[0])
+    stored_loop(uuids[:50])
+    reopen(uuids[:50])
     reconcile()
     reopen()
 
@@ -406,18 +446,20 @@ def run(database: str, info: dict[str, Any], args: argparse.Namespace) -> dict[s
     rounds: list[dict[str, dict[str, float]]] = []
     for round_index in range(args.rounds):
         order: list[tuple[str, Callable[[], None]]] = [
-            ("raw", lambda: raw_loop(uuids)),
+            ("raw", lambda: stored_loop(uuids)),
             ("reconcile", reconcile),
+            ("fetch", lambda: raw_loop(uuids)),
         ]
         measured = {}
         for name, work in order if round_index % 2 == 0 else order[::-1]:
             measured[name] = clock.measure(work)
-            if name == "reconcile":
+            if name != "fetch":
                 reopen()
         rounds.append(measured)
         print(
             f"round {round_index + 1} of {args.rounds}: reconcile {measured['reconcile']['wall']:.2f} s, "
-            f"raw loop {measured['raw']['wall']:.2f} s",
+            f"same-work raw loop {measured['raw']['wall']:.2f} s, "
+            f"fetch-only raw loop {measured['fetch']['wall']:.2f} s",
             flush=True,
         )
 
@@ -426,14 +468,10 @@ def run(database: str, info: dict[str, Any], args: argparse.Namespace) -> dict[s
     chosen = uuids[: args.latency_transactions]
     control.fault("fetch_transaction", "latency", latency_ms=args.latency_ms, times=None)
     Transaction.objects.exclude(uuid__in=chosen).update(last_synced_at=timezone.now())
-    latency = {
-        name: clock.measure(work)["wall"]
-        for name, work in (
-            ("sequential", lambda: sequential_loop(chosen, sessions[0])),
-            ("raw", lambda: raw_loop(chosen)),
-            ("reconcile", lambda: reconcile(len(chosen))),
-        )
-    }
+    latency = {"sequential": clock.measure(lambda: sequential_loop(chosen, sessions[0]))["wall"]}
+    latency["raw"] = clock.measure(lambda: stored_loop(chosen))["wall"]
+    reopen(chosen)
+    latency["reconcile"] = clock.measure(lambda: reconcile(len(chosen)))["wall"]
 
     # Fanned out, with the same latency: chunks of reconcile_chunk in one worker process, then two; and the
     # raw loop's chunks alike.
@@ -450,7 +488,7 @@ def run(database: str, info: dict[str, Any], args: argparse.Namespace) -> dict[s
         )
         fanned[f"raw_{workers}"] = clock.measure(
             lambda w=workers: worker_processes(
-                [uuids[i : i + size] for i in range(0, count, size)], w, fresh_raw_loop
+                [uuids[i : i + size] for i in range(0, count, size)], w, stored_loop
             )
         )
 
@@ -460,6 +498,7 @@ def run(database: str, info: dict[str, Any], args: argparse.Namespace) -> dict[s
     return {
         "rounds": rounds,
         "raw": {key: statistics.median(r["raw"][key] for r in rounds) for key in ("wall", *PROCESSES)},
+        "fetch": {key: statistics.median(r["fetch"][key] for r in rounds) for key in ("wall", *PROCESSES)},
         "reconcile": {
             key: statistics.median(r["reconcile"][key] for r in rounds) for key in ("wall", *PROCESSES)
         },
@@ -467,6 +506,67 @@ def run(database: str, info: dict[str, Any], args: argparse.Namespace) -> dict[s
         "latency": latency,
         "fanned": fanned,
     }
+
+
+def same_work_loop(
+    database: str, base: str, headers: dict[str, str], community: str, by_uuid: dict[str, int]
+) -> Callable[[list[str]], None]:
+    """The same-work raw loop of one thread: a ``requests.Session`` and a psycopg connection of its own;
+    for each transaction the fetch, ``.json()``, then the facts reconcile keeps, in one transaction
+    committed on the durable server: an envelope row in ``paycollect_apicall`` (the same table, so the
+    same indexes; what the service answered as ``data``) and the fetched status on the transaction's row
+    (``status``, ``service_status``, ``raw``, the sync time). Hand-written SQL, no ORM, no lock, no check
+    that the status moves forward: the floor of storing a fetch."""
+    import psycopg
+    import requests
+    from psycopg.types.json import Jsonb
+
+    host, port, name, user = database.split(":")
+    # Every column of the row reconcile writes for a fetch (the ones with no default given as Django
+    # would give them).
+    insert = (
+        "INSERT INTO paycollect_apicall (operation, community_id, method, path, request_body, sent, "
+        "http_status, code, message, errors, data, count, next, previous, error_class, error_message, "
+        "body_excerpt, outcome_unknown, duration_ms, attempts, task_id, transaction_id, created_at) "
+        "VALUES ('get_transaction', %s, 'GET', %s, NULL, true, %s, %s, %s, '[]', %s, NULL, '', '', '', "
+        "'', '', false, %s, 1, '', %s, now())"
+    )
+    update = (
+        "UPDATE paycollect_transaction SET status = %s, service_status = %s, raw = %s, "
+        "last_synced_at = now(), updated_at = now() WHERE id = %s"
+    )
+    path_of = base.split("://", 1)[1].split("/", 1)[1]
+
+    def loop(chosen: list[str]) -> None:
+        session = requests.Session()
+        with psycopg.connect(host=host, port=port, user=user, dbname=name) as conn:
+            for uuid in chosen:
+                started = time.perf_counter()
+                response = session.get(f"{base}{uuid}/", headers=headers, timeout=30)
+                duration = round((time.perf_counter() - started) * 1000)
+                answer = response.json()
+                data = answer["data"]
+                if response.status_code != 200 or data["uuid"] != uuid:
+                    raise SystemExit(f"raw fetch of {uuid}: {response.status_code} {response.text[:200]}")
+                status = answer.get("status") or {}
+                conn.execute(
+                    insert,
+                    (
+                        community,
+                        f"/{path_of}{uuid}/",
+                        response.status_code,
+                        status.get("code"),
+                        status.get("message") or "",
+                        Jsonb(data),
+                        duration,
+                        by_uuid[uuid],
+                    ),
+                )
+                conn.execute(update, (data["status"], data["status"], Jsonb(data), by_uuid[uuid]))
+                conn.commit()
+        session.close()
+
+    return loop
 
 
 def sync_chunk(pks: list[int]) -> None:

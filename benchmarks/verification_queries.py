@@ -39,8 +39,6 @@ from benchmarks._support import (
     write_section,
 )
 from django_paycollect.sandbox.testing import SandboxControl, start_sandbox
-from django_paycollect.services.callback_ledger import verify_callback
-from django_paycollect.services.config import community_config, get_client
 
 TARGET_QUERIES = 10
 TRANSACTION_CONTROL = (
@@ -191,6 +189,8 @@ def run(workdir: Path, info: dict[str, Any], history: int) -> dict[tuple[str, in
 
     from django_paycollect import services
     from django_paycollect.models import ReceivedCallback, Transaction
+    from django_paycollect.services.callback_ledger import verify_callback
+    from django_paycollect.services.config import community_config, get_client
 
     community = str(info["community_id"])
     settings.PAYCOLLECT = {
