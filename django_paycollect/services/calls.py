@@ -9,8 +9,8 @@ from functools import partial
 from typing import Any, Generic, TypeVar
 
 from django.core.exceptions import NON_FIELD_ERRORS
-from django.db import transaction
-from django.db.models import Model, Q
+from django.db import connections, router, transaction
+from django.db.models import Field, Model, Q, signals
 
 from ..client import (
     OPERATIONS,
@@ -100,8 +100,55 @@ def _record(
         **{name: obj for name, obj in (links or {}).items()},
     )
     if save:
-        row.save()
+        insert_api_call(row)
     return row
+
+
+#: ApiCall's INSERT per database vendor, and its columns' fields in order: built once, not per row.
+_API_CALL_INSERTS: dict[str, tuple[str, tuple[Field[Any, Any], ...]]] = {}
+
+
+def insert_api_call(row: ApiCall) -> None:
+    """Insert a new ApiCall ``row`` as ``row.save()`` does, by a statement built once from the model's fields.
+
+    Every call is recorded: in reconciliation that is an INSERT per fetched transaction, whose compilation
+    by the ORM (``save()`` compiles the INSERT for each row) cost more of the process's time than the
+    statement. Each value is still prepared by its field (``pre_save``, ``get_db_prep_save``), so the row is
+    the same (a test compares them column by column). ``row.save()`` when a project listens to ``pre_save``
+    or ``post_save`` of ApiCall, when the row is stored already, or where the database cannot return the
+    new key from the INSERT."""
+    model = ApiCall
+    connection = connections[router.db_for_write(model, instance=row)]
+    if (
+        not row._state.adding
+        or not connection.features.can_return_columns_from_insert
+        or signals.pre_save.has_listeners(model)
+        or signals.post_save.has_listeners(model)
+    ):
+        row.save()
+        return
+    # As save() does: a link saved after the row was built is stored by its key (Django 5.2 to 6.1 have it).
+    row._prepare_related_fields_for_save(operation_name="save")  # type: ignore[attr-defined]
+    statement = _API_CALL_INSERTS.get(connection.vendor)
+    if statement is None:
+        meta = model._meta
+        fields = tuple(field for field in meta.concrete_fields if field is not meta.pk)
+        quote = connection.ops.quote_name
+        columns = ", ".join(quote(str(field.column)) for field in fields)
+        marks = ", ".join(["%s"] * len(fields))
+        table = quote(meta.db_table)
+        # Names from the model, quoted by the database's own rules; values are parameters.
+        sql = (
+            f"INSERT INTO {table} ({columns}) VALUES ({marks}) RETURNING {table}.{quote(str(meta.pk.column))}"  # noqa: S608
+        )
+        statement = _API_CALL_INSERTS[connection.vendor] = (sql, fields)
+    sql, fields = statement
+    params = [field.get_db_prep_save(field.pre_save(row, True), connection) for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row.pk = cursor.fetchone()[0]
+    row._state.adding = False
+    row._state.db = connection.alias
 
 
 @dataclass(frozen=True)

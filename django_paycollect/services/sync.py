@@ -21,7 +21,7 @@ from ..exceptions import (
 from ..ids import canonical_uuid
 from ..models import ApiCall, RecurringSeries, Transaction
 from ..models.fields import json_safe
-from .calls import recorded_read
+from .calls import insert_api_call, recorded_read
 from .common import logger, savepoint_if_atomic, send_after_commit
 from .config import community_config, get_client
 from .status import apply_status, leaves_status
@@ -129,7 +129,7 @@ def _apply_fetched(
         if txn is None:
             txn, created = _create_from_fetched(community_id, wanted_uuid, fetched)
             api_call.transaction = txn
-        api_call.save()  # the record of the read commits with what the read changed
+        insert_api_call(api_call)  # the record of the read commits with what the read changed
         if not created and _changes_nothing(txn, fetched) and _record_unchanged(txn, envelope, sent_at):
             if then is not None:
                 then(txn)
