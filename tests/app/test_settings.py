@@ -99,6 +99,16 @@ def test_reconcile_concurrency_is_how_many_fetches_run_at_once(settings):
         assert concurrency(Transaction) == 1
 
 
+@pytest.mark.postgres
+@live
+def test_reconcile_fetches_eight_at_once_by_default(settings):
+    # 20 ms of service latency over some 2 ms of the process's CPU per fetch (docs/settings.md).
+    settings.PAYCOLLECT = {
+        key: value for key, value in settings.PAYCOLLECT.items() if key != "RECONCILE_CONCURRENCY"
+    }
+    assert concurrency() == 8
+
+
 @pytest.mark.django_db
 def test_reconcile_concurrency_is_one_on_sqlite_whatever_it_says(settings):
     if connection.vendor != "sqlite":
