@@ -59,28 +59,41 @@ def served_test_project(
     if migrate:
         command = [sys.executable, "-m", "django", "migrate", "--noinput", "--skip-checks", "-v", "0"]
         subprocess.run(command, cwd=ROOT, env=env, check=True)  # noqa: S603
+    with gunicorn_serving(
+        "tests.wsgi:application",
+        "-w",
+        str(workers),
+        cwd=ROOT,
+        env=env,
+        log=directory / "gunicorn.log",
+        probe="/paycollect/return/status/",
+    ) as url:
+        yield url
+
+
+@contextmanager
+def gunicorn_serving(
+    app: str, *options: str, cwd: Path, env: dict[str, str], log: Path, probe: str
+) -> Iterator[str]:
+    """``app`` in gunicorn on a free port, its output in ``log``; its URL once ``probe`` answers at all, and
+    the server stopped after."""
     port = free_port()
-    log = directory / "gunicorn.log"
     with log.open("wb") as out:
-        server = subprocess.Popen(  # noqa: S603
-            gunicorn_command("tests.wsgi:application", port, "-w", str(workers)),
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
+        server = subprocess.Popen(  # noqa: S603 (our own projects)
+            gunicorn_command(app, port, *options), cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT
         )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
         while True:
             try:
-                requests.get(f"{url}/paycollect/return/status/", timeout=10)
+                requests.get(f"{url}{probe}", timeout=10)
                 break
             except requests.RequestException:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"gunicorn did not start:\n{log.read_text()[-3000:]}")
+                    pytest.fail(f"gunicorn did not start:\n{log.read_text(errors='replace')[-3000:]}")
                 time.sleep(0.1)
         yield url
     finally:
         server.terminate()
-        server.wait(timeout=10)
+        server.wait(timeout=30)

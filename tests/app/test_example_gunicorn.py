@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ import requests
 from django_paycollect.client.redaction import REDACTED
 from django_paycollect.intake.receive import redact_callback_path
 from tests.example_project import ROOT
-from tests.servers import free_port, gunicorn_command
+from tests.servers import free_port, gunicorn_serving
 from tests.support.payments import CALLBACK_TOKEN
 
 EXAMPLE = ROOT / "example_project"
@@ -78,32 +77,20 @@ def gunicorn(tmp_path_factory: pytest.TempPathFactory, example_migrated: Path) -
     shutil.copyfile(example_migrated, environ["CLUBSITE_DB"])
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PAYCOLLECT_", "CLUBSITE_", "DJANGO_"))}
     env.update(environ, CLUBSITE_SECRET_KEY="example-check-only-not-secret-0123456789")
-    port = free_port()
     log = directory / "gunicorn.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(  # noqa: S603 (our own project)
-            # The deployment docs' command, with a free port and one worker.
-            gunicorn_command("clubsite.wsgi", port, "-c", "gunicorn.conf.py", "-w", "1"),
-            cwd=EXAMPLE,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    served = Served(f"http://127.0.0.1:{port}", log)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                requests.get(f"{served.url}/no-such-page/", timeout=10)
-                break
-            except requests.RequestException:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"gunicorn did not start:\n{served.text()[-3000:]}")
-                time.sleep(0.1)
-        yield served
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    # The deployment docs' command, with a free port and one worker.
+    with gunicorn_serving(
+        "clubsite.wsgi",
+        "-c",
+        "gunicorn.conf.py",
+        "-w",
+        "1",
+        cwd=EXAMPLE,
+        env=env,
+        log=log,
+        probe="/no-such-page/",
+    ) as url:
+        yield Served(url, log)
 
 
 def callback(served: Served, path: str) -> requests.Response:
