@@ -18,6 +18,7 @@ imported from here.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -168,6 +169,15 @@ class SignalLog:
 
     def count(self, name: str) -> int:
         return self.names().count(name)
+
+    def count_once_sent(self, name: str, expected: int, timeout: float = 10.0) -> int:
+        """The count of ``name`` once it reached ``expected`` (or the time ran out). A verifying thread marks
+        its callback processed in the transaction that applies the status, and sends the signals just after
+        that commit: a test that saw the row processed may look a moment before they are sent."""
+        deadline = time.monotonic() + timeout
+        while self.count(name) < expected and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.count(name)
 
 
 @pytest.fixture
