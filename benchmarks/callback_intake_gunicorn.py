@@ -180,6 +180,14 @@ def main() -> int:
         metavar="KEY=JSON",
         help="a PAYCOLLECT setting of both servers, e.g. CALLBACK_PUBLISH_LINGER=0.05 (repeatable)",
     )
+    parser.add_argument(
+        "--profile-seconds",
+        type=int,
+        default=0,
+        help="after the blocks, py-spy (if installed) records the gunicorn workers for this long while wrk "
+        "drives the intake URL, then the bare-sql URL; raw stacks in --profile-dir (default 0: no profile)",
+    )
+    parser.add_argument("--profile-dir", type=Path, default=Path("profiles"), help="where py-spy writes")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args()
 
@@ -258,6 +266,9 @@ def run(workdir: Path, stack: contextlib.ExitStack, args: argparse.Namespace) ->
         )
     sent = {name: warmed[name] + sum(b.requests for b in blocks[name]) for name in ("intake", "inline")}
     check_stored(sum(sent.values()))
+    if args.profile_seconds:
+        for name in ("intake", "bare_sql"):
+            profile(name, wrk, script, *series[name], args, community)
 
     import redis
 
@@ -275,6 +286,42 @@ def run(workdir: Path, stack: contextlib.ExitStack, args: argparse.Namespace) ->
         "messages": queued_messages,
         "delays": delays,
     }
+
+
+def profile(
+    name: str, wrk: str, script: Path, server: Server, path: str, args: argparse.Namespace, community: str
+) -> None:
+    """``py-spy record --gil`` on each worker of ``server`` while wrk drives ``path``: one file of raw
+    stacks per worker (``<name>-<pid>.txt``, as ``flamegraph.pl`` reads them). Not a measure: py-spy takes
+    CPU of its own."""
+    import shutil
+
+    spy = shutil.which("py-spy", path=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
+    if spy is None:
+        raise SystemExit("--profile-seconds needs py-spy (pip install py-spy), with the right to ptrace")
+    args.profile_dir.mkdir(parents=True, exist_ok=True)
+    seconds = str(args.profile_seconds)
+    record = [spy, "record", "--gil", "-r", "250", "--format", "raw", "-d", seconds]
+    spies = [
+        subprocess.Popen(  # noqa: S603
+            [*record, "-p", str(pid), "-o", str(args.profile_dir / f"{name}-{pid}.txt")],
+            stdout=subprocess.DEVNULL,
+        )
+        for pid in children(server.process.pid)
+    ]
+    time.sleep(1)  # py-spy attaches
+    # wrk outlasts the recording: every sample is of a loaded worker.
+    drive(
+        wrk,
+        script,
+        server,
+        path,
+        argparse.Namespace(**{**vars(args), "seconds": args.profile_seconds + 2}),
+        community,
+    )
+    for process in spies:
+        process.wait()
+    print(f"profile of {name}: {args.profile_dir}/{name}-*.txt", flush=True)
 
 
 def check_stored(sent: int) -> None:
