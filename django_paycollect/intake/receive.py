@@ -17,7 +17,8 @@ import ipaddress
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import unquote
 
@@ -104,11 +105,18 @@ def redact_callback_path(path: str) -> str:
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
+#: Addresses recently read. A sender calls from a few addresses, and reading one (``ipaddress``) was a
+#: tenth of a callback's own CPU; the cache is bounded, as the texts come from a header.
+PARSED_IPS_KEPT = 256
+
+
+@lru_cache(maxsize=PARSED_IPS_KEPT)
 def parse_ip(text: str) -> IPAddress | None:
     """An address as proxies write it: ``1.2.3.4``, ``1.2.3.4:5678``, ``2001:db8::1``, ``[2001:db8::1]:443``.
 
     Ports and IPv6 zone ids are dropped; IPv4-mapped IPv6 (``::ffff:1.2.3.4``) becomes IPv4.
-    Anything else (``unknown``, obfuscated ``_hidden`` identifiers) is None.
+    Anything else (``unknown``, obfuscated ``_hidden`` identifiers) is None. Cached: the same text is read
+    once (addresses are immutable).
     """
     text = text.strip().strip('"').strip()
     if text.startswith("["):
@@ -179,13 +187,18 @@ def _clean_text(text: str) -> str:
 # --- storing a callback ----------------------------------------------------------------------------
 
 
+#: The answer to every callback stored (new or a redelivery): one object, so the view answers it with bytes
+#: written once. Not to be changed.
+RECEIVED: Mapping[str, Any] = MappingProxyType({"received": True})
+
+
 @dataclass
 class Received:
     """What the callback view answers, and the primary key of the row it stored."""
 
     status: int
     callback_id: int
-    answer: dict[str, Any] = field(default_factory=lambda: {"received": True})
+    answer: Mapping[str, Any] = field(default_factory=lambda: RECEIVED)
 
 
 class _Refused(Exception):

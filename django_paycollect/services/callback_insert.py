@@ -4,7 +4,8 @@ of a new callback (the hot path) and the claim of the right to fetch a uuid.
 ``ReceivedCallback.objects.create(**fields)`` builds a model instance and compiles its INSERT for every
 callback, which at hundreds of callbacks a second was a good part of a request. Here the statement is built
 once per kind of database from the model's own fields, and each value is still prepared by its field
-(``get_db_prep_save``, as the ORM prepares it; a default that is not computed, once), so the row is the same
+(``get_db_prep_save``, as the ORM prepares it; a default that is not computed, once; the one instant given
+for the three timestamps of a new callback, once), so the row is the same
 (a test stores the same callback both ways and compares the rows). Used only by the callback ledger, the one
 writer of a callback's state, and (the fetch claim) by browser returns.
 
@@ -25,7 +26,7 @@ from typing import Any
 
 from django.db import IntegrityError, connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Field, Model, signals
+from django.db.models import DateTimeField, Field, Model, signals
 from django.utils import timezone
 
 from ..models import FetchMark, ReceivedCallback
@@ -43,6 +44,9 @@ class _Statement:
     defaults: dict[str, Any]  # prepared once: the defaults that are not computed (a callable's are)
     returning: bool  # the new key comes back with the INSERT
     on_conflict: bool  # a row with the same dedupe_key is skipped by the statement, not refused
+    #: Per field: whether its prepared value depends on the value alone (a DateTimeField: the same instant
+    #: given for received_at, queued_at and next_attempt_at is prepared once per row).
+    shared: tuple[bool, ...]
 
 
 def _field(model: type[Model], name: str) -> Field[Any, Any]:
@@ -81,7 +85,8 @@ def _statement(connection: BaseDatabaseWrapper) -> _Statement:
             if not (f.has_default() and callable(f.default))
         }
         names = frozenset(f.name for f in fields if not f.is_relation)
-        _STATEMENTS[key] = _Statement(sql, fields, names, defaults, returning, on_conflict)
+        shared = tuple(type(f) is DateTimeField for f in fields)
+        _STATEMENTS[key] = _Statement(sql, fields, names, defaults, returning, on_conflict, shared)
     return _STATEMENTS[key]
 
 
@@ -98,14 +103,20 @@ def insert_callback(**values: Any) -> int | None:
         unknown = sorted(set(values) - statement.names)
         raise TypeError(f"not a field of ReceivedCallback without a relation: {unknown}")
     defaults = statement.defaults
-    params = [
-        f.get_db_prep_save(values[f.name], connection)
-        if f.name in values
-        else defaults[f.name]
-        if f.name in defaults
-        else f.get_db_prep_save(f.get_default(), connection)
-        for f in statement.fields
-    ]
+    params: list[Any] = []
+    prepared: dict[int, Any] = {}  # by the given object's id, for the shared fields (``values`` holds them)
+    for f, shared in zip(statement.fields, statement.shared, strict=True):
+        if f.name not in values:
+            params.append(
+                defaults[f.name] if f.name in defaults else f.get_db_prep_save(f.get_default(), connection)
+            )
+        elif shared:
+            given = values[f.name]
+            if id(given) not in prepared:
+                prepared[id(given)] = f.get_db_prep_save(given, connection)
+            params.append(prepared[id(given)])
+        else:
+            params.append(f.get_db_prep_save(values[f.name], connection))
     if not statement.on_conflict:  # a database without ON CONFLICT: the violation, caught
         try:
             with savepoint_if_atomic(model), connection.cursor() as cursor:

@@ -8,9 +8,11 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 from typing import Any
+from unittest import mock
 
 import pytest
 from django.db import IntegrityError, connection
+from django.db.models import DateTimeField
 from django.db.models.signals import post_save
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -76,6 +78,25 @@ def test_the_row_is_the_one_the_orm_stores(changed):
     assert row["parent_transaction"] == "9a8b7c6d-5e4f-3021-1203-a4b5c6d7e8f9"
     assert row["attempts"] == 0
     assert row["outcome"] == row["error"] == row["invalid_reason"] == ""
+
+
+def test_the_instant_given_for_the_three_timestamps_is_prepared_once():
+    insert_callback(**fields(dedupe_key="warm|SUCCESSFUL"))  # the statement is built, its defaults prepared
+    original = DateTimeField.get_db_prep_value
+    with mock.patch.object(
+        DateTimeField, "get_db_prep_value", autospec=True, side_effect=original
+    ) as prepare:
+        same = insert_callback(**fields())
+        assert prepare.call_count == 1
+        later = NOW + dt.timedelta(seconds=1)
+        apart = insert_callback(**fields(dedupe_key="apart|SUCCESSFUL", next_attempt_at=later))
+        assert prepare.call_count == 3  # a different instant is prepared for itself
+    assert same is not None
+    assert apart is not None
+    row = stored_row(same)
+    assert row["received_at"] == row["queued_at"] == row["next_attempt_at"] == NOW
+    row = stored_row(apart)
+    assert (row["received_at"], row["queued_at"], row["next_attempt_at"]) == (NOW, NOW, later)
 
 
 def test_defaults_are_the_models():
