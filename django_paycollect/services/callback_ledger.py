@@ -37,7 +37,9 @@ from ..models import Community, DirectOrder, FetchMark, HousekeepingRun, Receive
 from ..secrecy import scrub_error
 from .callback_insert import insert_callback, take_fetch_turn
 from .calls import current_task_id
+from .common import commit_unflushed
 from .housekeeping import record_run
+from .rows import read_row
 from .sync import sync_stored
 
 logger = logging.getLogger("django_paycollect.callbacks")
@@ -394,7 +396,9 @@ def verify_callback(callback_id: int, *, force: bool = False) -> ReceivedCallbac
     """
     # Read without a lock: a lock would end with its transaction, before anything below. A run that
     # finishes first is left as it recorded by the guarded write of _verified.
-    callback = ReceivedCallback.objects.get(pk=callback_id)
+    callback = read_row(ReceivedCallback, "id", callback_id)
+    if callback is None:
+        raise ReceivedCallback.DoesNotExist(f"no stored callback #{callback_id}")
     if callback.state in (
         ReceivedCallback.PROCESSED,
         ReceivedCallback.DUPLICATE,
@@ -404,15 +408,19 @@ def verify_callback(callback_id: int, *, force: bool = False) -> ReceivedCallbac
 
     uuid = callback.transaction_uuid
     asked = callback.queued_at or callback.received_at
-    known = Transaction.objects.filter(uuid=uuid).first()
+    known = read_row(Transaction, "uuid", uuid) if uuid else None
     if known is not None and known.fetch_sent_at is not None and known.fetch_sent_at >= asked:
         # Fetched after this callback was queued: what the service said then answers it too.
         when = f"{known.fetch_sent_at:%Y-%m-%d %H:%M:%S}"
         return _verified(callback, known, f"answered by the fetch sent at {when} (not fetched again)")
 
     task_id = current_task_id.get()
-    # The claim and the attempt it counts: one commit, before the fetch.
-    with transaction.atomic(using=router.db_for_write(FetchMark)):
+    # The claim and the attempt it counts: one commit, before the fetch, so other processes see the claim.
+    # Not waiting for the disk: a crash that took it back would cost one more fetch, a read, and leave
+    # the callback queued as it was; what the fetch finds is committed durably below.
+    using = router.db_for_write(FetchMark)
+    with transaction.atomic(using=using):
+        commit_unflushed(using)
         sent_at = _claim_fetch(callback_id, uuid, asked, force=force)
         ReceivedCallback.objects.filter(pk=callback_id).update(
             attempts=F("attempts") + 1, **({"task_id": task_id} if task_id else {})

@@ -23,6 +23,7 @@ from ..exceptions import (
 from ..models import (
     Community,
 )
+from .rows import read_row
 
 # --- configuration and clients ----------------------------------------------------------
 
@@ -74,7 +75,7 @@ def community_config(community_id: str | None = None) -> CommunityConfig:
 
 
 def _community_config(wanted: str, default_id: str | None) -> CommunityConfig:
-    row = Community.objects.filter(community_id=wanted).first()
+    row = read_row(Community, "community_id", wanted)
     if row is not None and row.api_key_encrypted:
         try:
             return CommunityConfig(wanted, row.api_key, row.basic_credentials, row.variable_amount_id)

@@ -23,6 +23,7 @@ from ..services.callback_ledger import (
     claim_stuck_callbacks,
     run_verification,
 )
+from ..services.config import cached_communities
 from .delivery import REDELIVERABLE, recording_task_id
 from .outbox import Publisher, threads_run
 
@@ -128,7 +129,8 @@ def process_callbacks(self: Any, callback_ids: list[int], force: bool = False) -
         _share_out(ids[CALLBACKS_PER_TASK:], force=force)
         ids = ids[:CALLBACKS_PER_TASK]
     states: Counter[str] = Counter()
-    with recording_task_id(self):
+    # A message's callbacks read each community's credentials once (a burst names one community).
+    with recording_task_id(self), cached_communities():
         for position, callback_id in enumerate(ids):
             try:
                 done = run_verification(callback_id, force=force, may_retry=not eager)

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from django_paycollect import services, tasks
 from django_paycollect.client import PayCollectClient
@@ -507,6 +509,22 @@ def test_process_callbacks_task_verifies_and_is_idempotent(paycollect_in_process
     assert callback.attempts == 1
     assert signal_log.count("payment_succeeded") == 1
     assert calls("get_transaction")[0].task_id == "t-callback"
+
+
+def test_a_message_of_callbacks_reads_its_community_s_credentials_once(paycollect_in_process, pay):
+    payments = [pay("45.00") for _ in range(3)]
+    ids = []
+    for txn in payments:
+        paycollect_in_process.control.complete(txn.uuid)
+        ids.append(
+            ReceivedCallback.objects.create(
+                state=ReceivedCallback.QUEUED, transaction_uuid=txn.uuid, claimed_status="SUCCESSFUL"
+            ).pk
+        )
+    with CaptureQueriesContext(connection) as captured:
+        assert run(tasks.process_callbacks, "t-batch", callback_ids=ids) == {ReceivedCallback.PROCESSED: 3}
+    community_reads = [q for q in captured.captured_queries if 'FROM "paycollect_community"' in q["sql"]]
+    assert len(community_reads) == 1
 
 
 def test_process_callbacks_task_records_a_failure_in_eager_mode_without_retrying(paycollect_in_process, pay):

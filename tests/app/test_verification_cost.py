@@ -5,7 +5,8 @@ completed at the service, verified from its callback).
 What the guarantees need, and no more: the callback read; the right to fetch claimed and committed before
 the fetch (with the attempt it counts), so no other process fetches the uuid meanwhile; then, in one
 transaction, the record of the fetch (the envelope), the status applied under the transaction's row lock,
-its status change, and the callback marked verified.
+its status change, and the callback marked verified. The claim is committed without waiting for the disk
+(a crash could take back only a claim, costing one more fetch); the second commit, money data, waits.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from django_paycollect.services.callback_ledger import run_verification, store_c
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
-CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
+CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT", "SET LOCAL")
+UNFLUSHED = "SET LOCAL synchronous_commit TO OFF"
 
 
 def cost(queries: list[dict[str, str]]) -> tuple[int, int]:
@@ -62,3 +64,31 @@ def test_verifying_a_callback_costs_ten_statements_and_two_commits(paycollect_li
     assert (
         TransactionStatusChange.objects.filter(transaction=txn, to_status=Transaction.SUCCESSFUL).count() == 1
     )
+
+
+def transactions(queries: list[dict[str, str]]) -> list[list[str]]:
+    """The statements of each explicit transaction, in order."""
+    blocks: list[list[str]] = []
+    for query in queries:
+        sql = query["sql"].strip()
+        if sql.upper() == "BEGIN":
+            blocks.append([])
+        elif sql.upper() != "COMMIT" and blocks:
+            blocks[-1].append(sql)
+    return blocks
+
+
+def test_the_claim_commits_without_waiting_for_the_disk_and_the_verification_waits(paycollect_live, pay):
+    txn = pay("100.00")
+    paycollect_live.control.complete(txn.uuid)
+    stored = store_callback(transaction_uuid=txn.uuid, claimed_status="SUCCESSFUL")
+
+    with CaptureQueriesContext(connection) as captured:
+        assert run_verification(stored.to_verify).state == ReceivedCallback.PROCESSED
+
+    claim, verified = transactions(captured.captured_queries)
+    assert claim[0] == UNFLUSHED, claim
+    assert any('"paycollect_fetchmark"' in sql for sql in claim), claim
+    # The record of the fetch and what it applied: a durable commit, as every write of money data.
+    assert any('INSERT INTO "paycollect_apicall"' in sql for sql in verified), verified
+    assert all("synchronous_commit" not in sql for sql in verified), verified
