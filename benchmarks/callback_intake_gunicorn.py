@@ -21,10 +21,13 @@ They alternate in blocks of ``--seconds`` (the order turning each block), so loa
 machine hits them alike; ratios are medians of the blocks' ratios, latencies medians of the blocks' p50 and
 p99 as wrk measures them. Target: intake at least 0.8 of the bare view's throughput.
 
-Then, with a Celery worker (2 processes) taking the queue, callbacks for transactions paid at the sandbox are
-sent at a steady ``--rate`` for ``--latency-seconds``, to the first server and to the second in alternation,
-and the delay from receipt to verification (``processed_at - received_at``) is read from the rows: p50, p95,
-p99 of each. ``--strict`` makes a missed target exit with status 1. Run by ``make bench``, never by the tests.
+Then, with a Celery worker (``--worker-processes``, 2) taking the queue, callbacks are sent at each
+steady rate of ``--rates`` (10 and 100 a second), ``--latency-callbacks`` (300) per URL and rate, to the
+first server, to the second and to the bare pipeline in turn (two rounds, the order turned), each naming a
+payment the site stored PENDING and the sandbox completed: the delay from receipt to verification
+(``processed_at - received_at``) is read from the rows, p50, p95, p99 of each, with the CPU per
+verification of the processes that verify and of PostgreSQL. ``--strict`` makes a missed target exit with
+status 1. Run by ``make bench``, never by the tests.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from benchmarks._support import (
     Measure,
     exit_status,
     fresh_postgres_database,
+    postgres_cpu_seconds,
     print_measures,
     setup_django_on_postgres,
     temp_workdir,
@@ -165,13 +169,21 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="wrk threads (default 1)")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers per server (default 2)")
     parser.add_argument(
-        "--rate", type=float, default=10.0, help="callbacks per second of the delay measure (default 10)"
+        "--rates",
+        default="10,100",
+        help="callbacks per second of the delay measure, comma-separated (default 10,100)",
     )
     parser.add_argument(
-        "--latency-seconds",
+        "--worker-processes",
         type=int,
-        default=20,
-        help="seconds of steady load per server (default 20; 0 skips the delay measure)",
+        default=2,
+        help="processes of the Celery worker, and of the bare pipeline's worker (default 2)",
+    )
+    parser.add_argument(
+        "--latency-callbacks",
+        type=int,
+        default=300,
+        help="callbacks per URL at each rate, in two rounds (default 300; 0 skips the delay measure)",
     )
     parser.add_argument(
         "--set",
@@ -190,6 +202,7 @@ def main() -> int:
     parser.add_argument("--profile-dir", type=Path, default=Path("profiles"), help="where py-spy writes")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args()
+    args.rates = [float(rate) for rate in args.rates.split(",") if rate.strip()]
 
     with temp_workdir() as workdir, stopped_on_exit() as stack:
         results = run(Path(workdir), stack, args)
@@ -275,16 +288,16 @@ def run(workdir: Path, stack: contextlib.ExitStack, args: argparse.Namespace) ->
     queue = redis.Redis.from_url(broker)
     queued_messages = queue.llen(QUEUE)
     queue.delete(QUEUE)  # what the throughput blocks queued names no transaction of the sandbox's
-    delays = (
+    verification = (
         measure_delays(stack, workdir, env, main_server, inline_server, sandbox.info, args)
-        if args.latency_seconds
-        else {}
+        if args.latency_callbacks
+        else {"delays": {}, "cpu": {}}
     )
     return {
         "blocks": blocks,
         "sent": sent,
         "messages": queued_messages,
-        "delays": delays,
+        **verification,
     }
 
 
@@ -344,16 +357,20 @@ def measure_delays(
     inline_server: Server,
     info: dict[str, Any],
     args: argparse.Namespace,
-) -> dict[str, list[float]]:
-    """Receipt to verification (ms) at a steady rate, with a Celery worker, for each server in turn."""
-    from django_paycollect.client import PayCollectClient
+) -> dict[str, Any]:
+    """Receipt to verification (ms) at each steady rate, with a Celery worker, for each URL in turn.
 
-    count = int(args.rate * args.latency_seconds)  # per server, and for the bare pipeline
-    client = PayCollectClient(str(info["base_url"]), api_key=str(info["api_key"]))
-    control_url = str(info["base_url"])
+    The callbacks name payments the site started (stored PENDING, as ``services.start_payment`` leaves
+    them) and the sandbox completed: verification applies a status change, the common case. A payment the
+    site never stored (a renewal charge) is created from the fetched object: more work, not measured here.
+    """
+    from django_paycollect.client import PayCollectClient
+    from django_paycollect.models import Transaction
     from django_paycollect.sandbox.testing import SandboxControl
 
-    control = SandboxControl(control_url)
+    count = args.latency_callbacks  # per URL and rate
+    client = PayCollectClient(str(info["base_url"]), api_key=str(info["api_key"]))
+    control = SandboxControl(str(info["base_url"]))
 
     def paid(_: int) -> str:
         started = client.pay(
@@ -367,9 +384,21 @@ def measure_delays(
         control.complete(uuid)
         return uuid
 
-    print(f"paying {3 * count} transactions at the sandbox...", flush=True)
+    needed = 3 * count * len(args.rates)
+    print(f"paying {needed} transactions at the sandbox...", flush=True)
     with ThreadPoolExecutor(4) as pool:
-        uuids = list(pool.map(paid, range(3 * count)))
+        uuids = list(pool.map(paid, range(needed)))
+    Transaction.objects.bulk_create(
+        Transaction(
+            uuid=uuid,
+            community_id=str(info["community_id"]),
+            status=Transaction.PENDING,
+            service_status=Transaction.PENDING,
+            total_amount=Decimal("104.50"),
+            original_amount=Decimal("104.50"),
+        )
+        for uuid in uuids
+    )
     log = workdir / "worker.log"
     worker = spawn(
         stack,
@@ -383,7 +412,7 @@ def measure_delays(
             "-P",
             "prefork",
             "-c",
-            "2",
+            str(args.worker_processes),
             "-Q",
             QUEUE,
             "--without-gossip",
@@ -397,7 +426,7 @@ def measure_delays(
     )
     wait_until("the Celery worker", lambda: " ready." in log.read_text(errors="replace"), worker, log)
     # The bare pipeline's workers: as many as the Celery worker's processes.
-    for number in range(2):
+    bare_workers = [
         spawn(
             stack,
             [
@@ -412,8 +441,15 @@ def measure_delays(
             env=env,
             log=workdir / f"bare-worker-{number}.log",
         )
+        for number in range(args.worker_processes)
+    ]
 
-    delays: dict[str, list[float]] = {"intake": [], "inline": [], "bare": []}
+    def worker_cpu(name: str) -> dict[str, float]:
+        """CPU seconds so far of the processes that verify ``name``'s callbacks, and of PostgreSQL."""
+        pids = [p.pid for p in bare_workers] if name == "bare" else [worker.pid, *children(worker.pid)]
+        database = postgres_cpu_seconds(env["PAYCOLLECT_TEST_POSTGRES"]) or 0.0
+        return {"worker": sum(process_cpu(pid) for pid in pids), "postgres": database}
+
     urls = {
         "intake": f"{main_server.url}/paycollect/callback/{TOKEN}/",
         "inline": f"{inline_server.url}/paycollect/callback/{TOKEN}/",
@@ -422,17 +458,28 @@ def measure_delays(
     half = count // 2
     # Two rounds, the order turned in the second, so a change of load on the machine hits all alike.
     rounds = ["intake", "inline", "bare", "bare", "inline", "intake"]
-    for part, name in enumerate(rounds):
-        chosen = uuids[part * half : (part + 1) * half]
-        print(f"{len(chosen)} callbacks at {args.rate:g}/s to the {name} URL...", flush=True)
-        if name == "bare":
-            delays[name] += bare_delays(
-                lambda c=chosen: steady_load(urls["bare"], c, args.rate, info), len(chosen)
-            )
-        else:
-            steady_load(urls[name], chosen, args.rate, info)
-            delays[name] += verification_delays(chosen)
-    return delays
+    delays: dict[float, dict[str, list[float]]] = {}
+    cpu: dict[float, dict[str, dict[str, float]]] = {}
+    unused = iter(uuids)
+    for rate in args.rates:
+        delays[rate] = {"intake": [], "inline": [], "bare": []}
+        cpu[rate] = {"intake": {}, "bare": {}}
+        for name in rounds:
+            chosen = [next(unused) for _ in range(half)]
+            print(f"{len(chosen)} callbacks at {rate:g}/s to the {name} URL...", flush=True)
+            before = worker_cpu(name)
+            if name == "bare":
+                delays[rate][name] += bare_delays(
+                    lambda c=chosen, r=rate: steady_load(urls["bare"], c, r, info), len(chosen)
+                )
+            else:
+                steady_load(urls[name], chosen, rate, info)
+                delays[rate][name] += verification_delays(chosen)
+            if name in cpu[rate]:  # CPU per verification, in µs, summed over the two rounds
+                for part, seconds in worker_cpu(name).items():
+                    spent = (seconds - before[part]) * 1e6 / (2 * len(chosen))
+                    cpu[rate][name][part] = cpu[rate][name].get(part, 0.0) + spent
+    return {"delays": delays, "cpu": cpu}
 
 
 def bare_delays(send: Any, sent: int, timeout: float = 120.0) -> list[float]:
@@ -513,7 +560,7 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> int:
     def ratio(name: str, base: str = "bare_sql") -> float:
         return statistics.median(a.rate / b.rate for a, b in zip(blocks[name], blocks[base], strict=True))
 
-    delays: dict[str, list[float]] = results["delays"]
+    delays: dict[float, dict[str, list[float]]] = results["delays"]
     same = "bare view, the app's insert technique"
     measures = [
         Measure(
@@ -565,31 +612,44 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> int:
             None,
         ),
     ]
-    for share in (0.5, 0.95, 0.99) if delays else ():
-        mine, before = percentile(delays["intake"], share), percentile(delays["inline"], share)
-        floor = percentile(delays["bare"], share)
-        # Promptly: later than a publish in the request by no more than the publisher's linger.
-        bound = before + LINGER_MS if share == 0.95 else None
-        measures.append(
-            Measure(
-                f"receipt to verification p{share * 100:.0f}, Celery worker, {args.rate:g} callbacks/s",
-                f"{mine:.0f} ms",
-                f"publish in the request {before:.0f} ms",
-                mine / before,
-                f"≤ {bound:.0f} ms (+ the linger)" if bound is not None else "(reported)",
-                None if bound is None else mine <= bound,
+    for rate, at_rate in delays.items():
+        for share in (0.5, 0.95, 0.99):
+            mine, before = percentile(at_rate["intake"], share), percentile(at_rate["inline"], share)
+            floor = percentile(at_rate["bare"], share)
+            # Promptly: later than a publish in the request by no more than the publisher's linger.
+            bound = before + LINGER_MS if share == 0.95 else None
+            measures.append(
+                Measure(
+                    f"receipt to verification p{share * 100:.0f}, Celery worker, {rate:g} callbacks/s",
+                    f"{mine:.0f} ms",
+                    f"publish in the request {before:.0f} ms",
+                    mine / before,
+                    f"≤ {bound:.0f} ms (+ the linger)" if bound is not None else "(reported)",
+                    None if bound is None else mine <= bound,
+                )
             )
-        )
-        measures.append(
-            Measure(
-                f"receipt to verification p{share * 100:.0f} beside the bare pipeline, {args.rate:g}/s",
-                f"{mine:.1f} ms",
-                f"bare pipeline (store, LPUSH, fetch, mark) {floor:.1f} ms",
-                mine / floor,
-                f"≤ {TARGET_PIPELINE:g}x" if share == 0.95 else "(reported)",
-                mine / floor <= TARGET_PIPELINE if share == 0.95 else None,
+            measures.append(
+                Measure(
+                    f"receipt to verification p{share * 100:.0f} beside the bare pipeline, {rate:g}/s",
+                    f"{mine:.1f} ms",
+                    f"bare pipeline (store, LPUSH, fetch, mark) {floor:.1f} ms",
+                    mine / floor,
+                    f"≤ {TARGET_PIPELINE:g}x" if share == 0.95 else "(reported)",
+                    mine / floor <= TARGET_PIPELINE if share == 0.95 else None,
+                )
             )
-        )
+        spent, floor_spent = results["cpu"][rate]["intake"], results["cpu"][rate]["bare"]
+        for part, what in (("worker", "the worker's processes"), ("postgres", "PostgreSQL")):
+            measures.append(
+                Measure(
+                    f"CPU per verification, {what}, {rate:g}/s",
+                    f"{spent[part]:.0f} µs",
+                    f"bare pipeline {floor_spent[part]:.0f} µs",
+                    spent[part] / floor_spent[part] if floor_spent[part] else float("nan"),
+                    "(reported)",
+                    None,
+                )
+            )
     print(f"{args.blocks} alternating blocks of {args.seconds} s per URL, medians:")
     print_measures(measures)
     details = [
@@ -615,7 +675,10 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> int:
             "`create`), and the callback URL of a second server publishing in the request "
             "(`CALLBACK_PUBLISH_BUFFER` 0). Ratios are medians of the blocks' ratios; CPU is the gunicorn "
             "workers' (all their threads) per request. Then a Celery worker (2 processes) and "
-            f"{args.rate:g} callbacks a second for {args.latency_seconds} s to each server, in two rounds: "
+            f"{args.latency_callbacks} callbacks to each URL at "
+            + " and at ".join(f"{rate:g}" for rate in args.rates)
+            + " a second, in two rounds, each naming a payment the site stored PENDING and the sandbox "
+            "completed: "
             "receipt to verification (`processed_at - received_at`) of each callback, nearest rank, beside "
             "the bare pipeline in the same rounds: a bare view storing the callback as above and pushing its "
             "id to a Redis list, two plain worker processes popping it, fetching the transaction from the "
