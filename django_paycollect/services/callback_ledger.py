@@ -26,7 +26,7 @@ from typing import Any
 
 from django import db
 from django.db import router, transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -35,7 +35,7 @@ from ..exceptions import NotFound, ServiceUnavailable, describe_error
 from ..ids import canonical_uuid
 from ..models import Community, DirectOrder, FetchMark, HousekeepingRun, ReceivedCallback, Transaction
 from ..secrecy import scrub_error
-from .callback_insert import insert_callback, take_fetch_turn
+from .callback_insert import insert_callback, take_fetch_turn, update_callback
 from .calls import current_task_id
 from .common import commit_unflushed
 from .housekeeping import record_run
@@ -422,9 +422,7 @@ def verify_callback(callback_id: int, *, force: bool = False) -> ReceivedCallbac
     with transaction.atomic(using=using):
         commit_unflushed(using)
         sent_at = _claim_fetch(callback_id, uuid, asked, force=force)
-        ReceivedCallback.objects.filter(pk=callback_id).update(
-            attempts=F("attempts") + 1, **({"task_id": task_id} if task_id else {})
-        )
+        update_callback(callback_id, count_attempt=True, **({"task_id": task_id} if task_id else {}))
     callback.attempts += 1
     callback.task_id = task_id or callback.task_id
     community_id = known.community_id if known is not None else community_of(callback.merchant_id)
@@ -463,7 +461,7 @@ def _verified(callback: ReceivedCallback, txn: Transaction, answered: str = "") 
         notes.append("amount mismatch flagged")
     if callback.hint_errors:
         notes.append(f"malformed hints set aside: {', '.join(sorted(callback.hint_errors))}")
-    done = {
+    done: dict[str, Any] = {
         "transaction": txn,
         "state": ReceivedCallback.PROCESSED,
         "processed_at": timezone.now(),
@@ -473,7 +471,7 @@ def _verified(callback: ReceivedCallback, txn: Transaction, answered: str = "") 
         "traceback": "",
     }
     # One conditional UPDATE: a concurrent run that finished first is left as it recorded.
-    ReceivedCallback.objects.filter(pk=callback.pk).exclude(state=ReceivedCallback.PROCESSED).update(**done)
+    update_callback(callback.pk, unless_state=ReceivedCallback.PROCESSED, **done)
     for name, value in done.items():
         setattr(callback, name, value)
     return callback

@@ -1,7 +1,8 @@
 """A new callback is stored by one INSERT written once (``services.callback_insert``), and the row is the one
 ``ReceivedCallback.objects.create`` stores: the same values in every column, read back from the database. A
 redelivery, and a claim of the right to fetch that another verification holds, are one statement each that
-changes nothing and raises no database error (``ON CONFLICT``)."""
+changes nothing and raises no database error (``ON CONFLICT``). A verification's two writes of the row are
+the ORM's UPDATEs, written once."""
 
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from django.core.exceptions import FieldDoesNotExist
 from django.db import IntegrityError, connection
-from django.db.models import DateTimeField
+from django.db.models import DateTimeField, F
 from django.db.models.signals import post_save
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from django_paycollect.models import FetchMark, ReceivedCallback
-from django_paycollect.services.callback_insert import insert_callback, take_fetch_turn
+from django_paycollect.models import FetchMark, ReceivedCallback, Transaction
+from django_paycollect.services.callback_insert import insert_callback, take_fetch_turn, update_callback
 
 pytestmark = pytest.mark.django_db
 
@@ -209,3 +211,55 @@ def test_returns_and_callbacks_take_their_turns_to_fetch_apart():
     assert take_fetch_turn(UUID, 30) is None
     assert take_fetch_turn(UUID, None) is not None  # a person asked: now
     assert sorted(FetchMark.objects.values_list("uuid", flat=True)) == [UUID, f"return:{UUID}"]
+
+
+# --- a verification's writes ---------------------------------------------------------------------------
+
+
+def test_a_verification_s_writes_are_the_rows_the_orm_s_updates_write():
+    txn = Transaction.objects.create(
+        uuid="3f1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f60", community_id="c-1", total_amount=Decimal("104.50")
+    )
+    ours = insert_callback(**fields())
+    theirs = insert_callback(**fields(dedupe_key="another"))
+    verified = {
+        "transaction": txn,
+        "state": ReceivedCallback.PROCESSED,
+        "processed_at": NOW,
+        "next_attempt_at": None,
+        "outcome": "service says SUCCESSFUL; transaction is SUCCESSFUL; the callback named «c-1»",
+        "error": "",
+        "traceback": "",
+    }
+
+    assert update_callback(ours, count_attempt=True, task_id="task-1") == 1
+    ReceivedCallback.objects.filter(pk=theirs).update(attempts=F("attempts") + 1, task_id="task-1")
+    assert stored_row(ours) == stored_row(theirs)
+    assert update_callback(ours, unless_state=ReceivedCallback.PROCESSED, **verified) == 1
+    ReceivedCallback.objects.filter(pk=theirs).exclude(state=ReceivedCallback.PROCESSED).update(**verified)
+    assert stored_row(ours) == stored_row(theirs)
+    row = stored_row(ours)
+    assert (row["attempts"], row["task_id"], row["transaction_id"], row["state"]) == (
+        1,
+        "task-1",
+        txn.pk,
+        ReceivedCallback.PROCESSED,
+    )
+
+
+def test_a_row_in_the_spared_state_is_left_as_it_is():
+    pk = insert_callback(**fields(state=ReceivedCallback.PROCESSED, outcome="first"))
+
+    assert update_callback(pk, unless_state=ReceivedCallback.PROCESSED, outcome="second") == 0
+    assert ReceivedCallback.objects.get(pk=pk).outcome == "first"
+    assert update_callback(987654, count_attempt=True) == 0  # no such row: nothing written
+
+
+def test_a_verification_s_write_names_real_fields_and_not_the_key():
+    pk = insert_callback(**fields())
+    with pytest.raises(FieldDoesNotExist):
+        update_callback(pk, no_such_field=1)
+    with pytest.raises(TypeError, match="key"):
+        update_callback(pk, id=5)
+    with pytest.raises(TypeError, match="something to write"):
+        update_callback(pk)
