@@ -104,20 +104,28 @@ def _record(
     return row
 
 
-#: ApiCall's INSERT per database vendor, and its columns' fields in order: built once, not per row.
-_API_CALL_INSERTS: dict[str, tuple[str, tuple[Field[Any, Any], ...]]] = {}
+#: Each model's INSERT per database vendor, and its columns' fields in order: built once, not per row.
+_INSERTS: dict[tuple[type[Model], str], tuple[str, tuple[Field[Any, Any], ...]]] = {}
 
 
 def insert_api_call(row: ApiCall) -> None:
-    """Insert a new ApiCall ``row`` as ``row.save()`` does, by a statement built once from the model's fields.
+    """Insert a new ApiCall ``row`` as ``row.save()`` does (:func:`insert_new`).
 
     Every call is recorded: in reconciliation that is an INSERT per fetched transaction, whose compilation
     by the ORM (``save()`` compiles the INSERT for each row) cost more of the process's time than the
-    statement. Each value is still prepared by its field (``pre_save``, ``get_db_prep_save``), so the row is
-    the same (a test compares them column by column). ``row.save()`` when a project listens to ``pre_save``
-    or ``post_save`` of ApiCall, when the row is stored already, or where the database cannot return the
-    new key from the INSERT."""
-    model = ApiCall
+    statement."""
+    insert_new(row)
+
+
+def insert_new(row: Model) -> None:
+    """Insert a new ``row`` as ``row.save()`` does, by a statement built once from its model's fields.
+
+    For the rows written once per fetch or status change (an ApiCall, a status change), whose INSERT the
+    ORM compiles again for every row. Each value is still prepared by its field (``pre_save``,
+    ``get_db_prep_save``), so the row is the same (a test compares them column by column). ``row.save()``
+    when a project listens to the model's ``pre_save`` or ``post_save``, when the row is stored already,
+    or where the database cannot return the new key from the INSERT."""
+    model = type(row)
     connection = connections[router.db_for_write(model, instance=row)]
     if (
         not row._state.adding
@@ -129,7 +137,7 @@ def insert_api_call(row: ApiCall) -> None:
         return
     # As save() does: a link saved after the row was built is stored by its key (Django 5.2 to 6.1 have it).
     row._prepare_related_fields_for_save(operation_name="save")  # type: ignore[attr-defined]
-    statement = _API_CALL_INSERTS.get(connection.vendor)
+    statement = _INSERTS.get((model, connection.vendor))
     if statement is None:
         meta = model._meta
         fields = tuple(field for field in meta.concrete_fields if field is not meta.pk)
@@ -141,7 +149,7 @@ def insert_api_call(row: ApiCall) -> None:
         sql = (
             f"INSERT INTO {table} ({columns}) VALUES ({marks}) RETURNING {table}.{quote(str(meta.pk.column))}"  # noqa: S608
         )
-        statement = _API_CALL_INSERTS[connection.vendor] = (sql, fields)
+        statement = _INSERTS[model, connection.vendor] = (sql, fields)
     sql, fields = statement
     params = [field.get_db_prep_save(field.pre_save(row, True), connection) for field in fields]
     with connection.cursor() as cursor:

@@ -24,7 +24,7 @@ from ..models.fields import json_safe
 from .calls import insert_api_call, recorded_read
 from .common import logger, savepoint_if_atomic, send_after_commit
 from .config import community_config, get_client
-from .status import apply_status, leaves_status
+from .status import move_status, record_status
 
 
 def sync_transaction(
@@ -124,46 +124,68 @@ def _apply_fetched(
     then: Callable[[Transaction], object] | None = None,
 ) -> Transaction:
     fetched = envelope.result
-    with transaction.atomic():
-        created = False
-        if txn is None:
-            txn, created = _create_from_fetched(community_id, wanted_uuid, fetched)
-            api_call.transaction = txn
-        insert_api_call(api_call)  # the record of the read commits with what the read changed
-        if not created and _changes_nothing(txn, fetched) and _record_unchanged(txn, envelope, sent_at):
-            if then is not None:
-                then(txn)
-            return txn
-        if not created:  # a row this block created is locked already, and fully read
-            # The whole row: Django's deferred loading costs more than the few small columns it would skip.
-            txn = Transaction.objects.select_for_update().get(pk=txn.pk)
-        before = {name: getattr(txn, name) for name in _SYNC_MAY_CHANGE}
-        txn.raw = json_safe(envelope.data)
-        txn.last_synced_at = timezone.now()
-        # What the service said is at least as new as this: it answers every callback queued before.
-        txn.fetch_sent_at = max(sent_at, txn.fetch_sent_at or sent_at)
-        txn.service_id = fetched.id or txn.service_id
-        _link_series(txn, fetched)
-        differences = _differences(txn, fetched)
-        if differences:
-            if not txn.amount_mismatch:
-                txn.amount_mismatch = True
-                send_after_commit(signals.amount_mismatch_detected, transaction=txn, differences=differences)
-            txn.service_status = fetched.status or ""
-        else:
-            if fetched.status:
-                apply_status(txn, fetched.status, source=source)
-            txn.outcome_unknown = False
-        changed = [name for name in _SYNC_MAY_CHANGE if getattr(txn, name) != before[name]]
-        txn.save(update_fields=["raw", "last_synced_at", "fetch_sent_at", "updated_at", *changed])
-        if then is not None:
-            then(txn)
+    as_read: dict[str, Any] | None = None  # the caller's object as read, once the unlocked write changed it
+    try:
+        with transaction.atomic():
+            created = False
+            if txn is None:
+                txn, created = _create_from_fetched(community_id, wanted_uuid, fetched)
+                api_call.transaction = txn
+            insert_api_call(api_call)  # the record of the read commits with what the read changed
+            if not created and _plain(txn, fetched):
+                as_read = _apply_unlocked(txn, envelope, sent_at, source)
+                if as_read is not None:
+                    if then is not None:
+                        then(txn)
+                    return txn
+            return _apply_locked(txn, created, envelope, sent_at, source, then)
+    except BaseException:
+        if as_read is not None and txn is not None:  # rolled back: the object says what the row says
+            _put_back(txn, as_read)
+        raise
+
+
+def _apply_locked(
+    txn: Transaction,
+    created: bool,
+    envelope: Envelope[FetchedTransaction],
+    sent_at: dt.datetime,
+    source: str,
+    then: Callable[[Transaction], object] | None,
+) -> Transaction:
+    fetched = envelope.result
+    if not created:  # a row this block created is locked already, and fully read
+        # The whole row: Django's deferred loading costs more than the few small columns it would skip.
+        txn = Transaction.objects.select_for_update().get(pk=txn.pk)
+    before = {name: getattr(txn, name) for name in _SYNC_MAY_CHANGE}
+    txn.raw = json_safe(envelope.data)
+    txn.last_synced_at = timezone.now()
+    # What the service said is at least as new as this: it answers every callback queued before.
+    txn.fetch_sent_at = max(sent_at, txn.fetch_sent_at or sent_at)
+    txn.service_id = fetched.id or txn.service_id
+    _link_series(txn, fetched)
+    differences = _differences(txn, fetched)
+    if differences:
+        if not txn.amount_mismatch:
+            txn.amount_mismatch = True
+            send_after_commit(signals.amount_mismatch_detected, transaction=txn, differences=differences)
+        txn.service_status = fetched.status or ""
+    else:
+        if fetched.status:
+            record_status(txn, move_status(txn, fetched.status), source=source)
+        txn.outcome_unknown = False
+    changed = [name for name in _SYNC_MAY_CHANGE if getattr(txn, name) != before[name]]
+    txn.save(update_fields=["raw", "last_synced_at", "fetch_sent_at", "updated_at", *changed])
+    if then is not None:
+        then(txn)
     return txn
 
 
-#: What :func:`_changes_nothing` reads of the stored row, and the fetch mark the write moves: the unlocked
-#: write checks the row still holds what was read.
-_UNCHANGED_WHEN = (
+#: What the unlocked write checks the row still holds, as the decision read it: what the decision reads
+#: (the status machine's inputs, the amount, currency and promocode of the mismatch check, the series a
+#: renewal's signal names), the fetch mark it moves, and ``updated_at``, which every save moves, so that
+#: the row the signals carry is the row as it is.
+_GUARDED_BY = (
     "service_id",
     "status",
     "service_status",
@@ -173,66 +195,105 @@ _UNCHANGED_WHEN = (
     "currency",
     "promocode_id",
     "fetch_sent_at",
+    "series_id",
+    "parent_uuid",
+    "updated_at",
 )
+#: What the unlocked write reads and may change: put back on the caller's object when it wrote nothing.
+_UNLOCKED_READS = tuple(dict.fromkeys((*_GUARDED_BY, *_SYNC_MAY_CHANGE, "raw", "last_synced_at")))
 
 
-def _changes_nothing(txn: Transaction, fetched: FetchedTransaction) -> bool:
-    """Whether applying ``fetched`` to ``txn`` as read would change none of :data:`_SYNC_MAY_CHANGE`,
-    link no series and send no signal (an open payment still open: most fetches of a reconciliation)."""
+def _plain(txn: Transaction, fetched: FetchedTransaction) -> bool:
+    """Whether ``fetched`` can be applied to ``txn`` without the row lock held first: it links no
+    recurring series (which locks the series) and finds no mismatch (which flags the row instead). Most
+    fetches are: an open payment still open, or one that was paid, failed or abandoned."""
     info = fetched.recurring
-    return (
-        not (info is not None and info.parent_transaction)
-        and (not fetched.id or fetched.id == txn.service_id)
-        and not txn.outcome_unknown
-        and not _differences(txn, fetched)
-        and (not fetched.status or leaves_status(txn, fetched.status))
-    )
+    return not (info is not None and info.parent_transaction) and not _differences(txn, fetched)
 
 
-def _record_unchanged(txn: Transaction, envelope: Envelope[FetchedTransaction], sent_at: dt.datetime) -> bool:
-    """Record a fetch that changes nothing with one UPDATE and no lock, guarded by what was read
-    (:data:`_UNCHANGED_WHEN`): False when the row changed since, and the caller applies the fetch under
-    the row lock instead. Only the columns every sync writes are written."""
+def _apply_unlocked(
+    txn: Transaction, envelope: Envelope[FetchedTransaction], sent_at: dt.datetime, source: str
+) -> dict[str, Any] | None:
+    """Apply a :func:`_plain` fetch by one UPDATE guarded by the values the decision read
+    (:data:`_GUARDED_BY`), without re-reading the row under its lock first: False when the row changed
+    since it was read: None, ``txn`` as it was, and the caller applies the fetch under the row lock instead.
+    Otherwise what ``txn`` held before, for :func:`_put_back` should the transaction roll back.
+
+    The UPDATE takes the row lock itself and, once it holds it, checks the status the decision was made
+    from (PostgreSQL re-reads a row another transaction changed meanwhile): a status still only moves
+    forward, under the lock. The status change's row and its signals (after the commit) are recorded only
+    once the UPDATE matched. Written: the columns every fetch writes, and those of
+    :data:`_SYNC_MAY_CHANGE` the fetch changed (none for an open payment still open)."""
+    fetched = envelope.result
+    read = {name: getattr(txn, name) for name in _UNLOCKED_READS}
+    txn.service_id = fetched.id or txn.service_id
+    moved_from = move_status(txn, fetched.status) if fetched.status else None
+    txn.outcome_unknown = False
     now = timezone.now()
-    raw = json_safe(envelope.data)
-    fetch_sent_at = max(sent_at, txn.fetch_sent_at or sent_at)
-    values = {"raw": raw, "last_synced_at": now, "fetch_sent_at": fetch_sent_at, "updated_at": now}
-    if not _update_if_unchanged(txn, values):
-        return False
-    txn.raw, txn.last_synced_at, txn.fetch_sent_at, txn.updated_at = raw, now, fetch_sent_at, now
-    return True
+    values = {
+        "raw": json_safe(envelope.data),
+        "last_synced_at": now,
+        # What the service said is at least as new as this: it answers every callback queued before.
+        "fetch_sent_at": max(sent_at, txn.fetch_sent_at or sent_at),
+        "updated_at": now,
+    }
+    values.update({name: getattr(txn, name) for name in _SYNC_MAY_CHANGE if getattr(txn, name) != read[name]})
+    try:
+        if not _update_guarded(txn.pk, values, {name: read[name] for name in _GUARDED_BY}):
+            _put_back(txn, read)
+            return None
+        for name, value in values.items():
+            setattr(txn, name, value)
+        record_status(txn, moved_from, source=source)
+    except BaseException:
+        _put_back(txn, read)
+        raise
+    return read
 
 
-def _update_if_unchanged(txn: Transaction, values: dict[str, Any]) -> int:
-    """``Transaction.objects.filter(pk=txn.pk, <each of _UNCHANGED_WHEN as txn holds it>).update(**values)``,
-    written out: the ORM's ten lookups cost more instructions than the fetch itself, this a quarter of that.
-    Returns the rows written (0 or 1)."""
+def _put_back(txn: Transaction, read: dict[str, Any]) -> None:
+    for name, value in read.items():
+        setattr(txn, name, value)
+
+
+def _update_guarded(pk: Any, values: dict[str, Any], guard: dict[str, Any]) -> int:
+    """``Transaction.objects.filter(pk=pk, **guard).update(**values)``, written out: the ORM's dozen
+    lookups cost more instructions than the fetch itself, this a quarter of that. Returns the rows
+    written (0 or 1)."""
     connection = connections[router.db_for_write(Transaction)]
-    quote = connection.ops.quote_name
-    columns, params = [], []
-    for name, value in values.items():
-        field = _FIELDS[name]
-        columns.append(f"{quote(_COLUMNS[name])} = %s")
-        params.append(field.get_db_prep_save(value, connection))
-    conditions = [f"{quote(_COLUMNS['id'])} = %s"]
-    params.append(txn.pk)
-    for name in _UNCHANGED_WHEN:
-        field, value = _FIELDS[name], getattr(txn, name)
-        if value is None:
-            conditions.append(f"{quote(_COLUMNS[name])} IS NULL")
-        else:
-            conditions.append(f"{quote(_COLUMNS[name])} = %s")
-            params.append(field.get_db_prep_value(value, connection))
-    table = quote(Transaction._meta.db_table)
-    # Names from the model's meta, every value a parameter.
-    sql = f"UPDATE {table} SET {', '.join(columns)} WHERE {' AND '.join(conditions)}"  # noqa: S608
+    nulls = tuple(name for name, value in guard.items() if value is None)
+    key = (connection.vendor, tuple(values), tuple(guard), nulls)
+    sql = _UPDATES.get(key)
+    if sql is None:
+        quote = connection.ops.quote_name
+        columns = [f"{quote(_COLUMNS[name])} = %s" for name in values]
+        conditions = [f"{quote(_COLUMNS['id'])} = %s"] + [
+            f"{quote(_COLUMNS[name])} IS NULL" if name in nulls else f"{quote(_COLUMNS[name])} = %s"
+            for name in guard
+        ]
+        table = quote(Transaction._meta.db_table)
+        # Names from the model's meta, every value a parameter.
+        sql = _UPDATES[key] = f"UPDATE {table} SET {', '.join(columns)} WHERE {' AND '.join(conditions)}"  # noqa: S608
+    params = [_FIELDS[name].get_db_prep_save(value, connection) for name, value in values.items()]
+    params.append(pk)
+    params += [
+        _FIELDS[name].get_db_prep_value(value, connection)
+        for name, value in guard.items()
+        if value is not None
+    ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return int(cursor.rowcount)
 
 
-#: The transaction's fields, and their columns, by name.
-_FIELDS: dict[str, Field[Any, Any]] = {field.name: field for field in Transaction._meta.concrete_fields}
+#: The guarded UPDATE's statement by database vendor, columns written, columns checked and those NULL.
+_UPDATES: dict[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], str] = {}
+
+
+#: The transaction's fields, and their columns, by name and by attribute (``series`` and ``series_id``).
+_FIELDS: dict[str, Field[Any, Any]] = {
+    key: field for field in Transaction._meta.concrete_fields for key in (field.name, field.attname)
+}
 _COLUMNS: dict[str, str] = {name: field.column for name, field in _FIELDS.items() if field.column}
 
 

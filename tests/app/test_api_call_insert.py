@@ -1,6 +1,7 @@
 """An API call is stored by one INSERT built once (``services.calls.insert_api_call``; reconciliation writes
 one per fetched transaction), and the row is the one ``ApiCall.save()`` stores: the same values in every
-column, read back from the database. A project listening to ApiCall's saves still hears of every row."""
+column, read back from the database. A project listening to ApiCall's saves still hears of every row. The
+same for a status change (``services.calls.insert_new``, one per change a sync applies)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from django.db import connection
 from django.db.models.signals import post_save
 from django.test.utils import CaptureQueriesContext
 
-from django_paycollect.models import ApiCall, Transaction
-from django_paycollect.services.calls import insert_api_call
+from django_paycollect.models import ApiCall, Transaction, TransactionStatusChange
+from django_paycollect.services.calls import insert_api_call, insert_new
 
 pytestmark = pytest.mark.django_db
 
@@ -116,3 +117,26 @@ def test_a_project_listening_to_saves_hears_of_every_row(txn):
         post_save.disconnect(listener, sender=ApiCall)
     assert heard == [row]
     assert row.pk is not None
+
+
+def test_a_status_change_is_the_row_save_stores(txn):
+    def change() -> TransactionStatusChange:
+        return TransactionStatusChange(
+            transaction=txn,
+            from_status="PENDING",
+            to_status="SUCCESSFUL",
+            service_status="SUCCESSFUL",
+            source="sync",
+        )
+
+    ours, theirs = change(), change()
+    with CaptureQueriesContext(connection) as captured:
+        insert_new(ours)
+    theirs.save()
+    assert len(captured) == 1
+    assert ours.pk is not None
+    assert ours.pk != theirs.pk
+    stored = TransactionStatusChange.objects.filter(pk__in=[ours.pk, theirs.pk]).order_by("pk").values()
+    first, second = ({k: v for k, v in row.items() if k not in ("id", "at")} for row in stored)
+    assert first == second
+    assert ours.at == TransactionStatusChange.objects.get(pk=ours.pk).at

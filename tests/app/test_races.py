@@ -7,16 +7,18 @@ same moment, through a barrier, against the live sandbox.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from django_paycollect import services
 from django_paycollect.exceptions import StateConflict
 from django_paycollect.models import ApiCall, Refund, Transaction
+from django_paycollect.services.status import apply_status
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -90,6 +92,55 @@ def test_syncs_racing_a_payment_completed_midway_change_it_once_and_record_every
     assert stored.status_changes.filter(to_status="SUCCESSFUL").count() == 1
     assert signal_log.count("payment_succeeded") == 1
     assert ApiCall.objects.filter(transaction=txn, operation="get_transaction").count() == 8
+
+
+def test_a_status_change_waiting_for_the_row_lock_rechecks_the_status_it_decided_from(
+    paycollect_live, pay, signal_log
+):
+    """A sync decides PENDING to SUCCESSFUL from the row as read; a verification holding the row lock
+    applies the same change meanwhile. The sync's guarded UPDATE waits for the lock, then finds the row no
+    longer as read (PostgreSQL re-checks the WHERE against the committed row) and falls back to the locked
+    path: one change, one payment_succeeded."""
+    txn = pay("100.00")
+    paycollect_live.control.complete(txn.uuid, "SUCCESSFUL")
+    read = Transaction.objects.get(pk=txn.pk)
+    signal_log.sent.clear()
+    locked, waited = threading.Event(), threading.Event()
+
+    def verification() -> None:
+        try:
+            with transaction.atomic():
+                row = Transaction.objects.select_for_update().get(pk=txn.pk)
+                apply_status(row, "SUCCESSFUL", source="callback")
+                row.save()
+                locked.set()
+                # Commit only once another session waits for this row's lock: the sync's UPDATE.
+                deadline = time.monotonic() + 20
+                while time.monotonic() < deadline and not waited.is_set():
+                    with connection.cursor() as cursor:
+                        cursor.execute(
+                            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                            " AND datname = current_database() AND pid <> pg_backend_pid()"
+                        )
+                        if cursor.fetchone()[0]:
+                            waited.set()
+                    time.sleep(0.01)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=verification)
+    holder.start()
+    assert locked.wait(10)
+    synced = services.sync_transaction(read, source="reconcile")
+    holder.join(30)
+
+    assert waited.is_set()  # the sync's write did wait for the lock the verification held
+    stored = Transaction.objects.get(pk=txn.pk)
+    assert stored.status == synced.status == Transaction.SUCCESSFUL
+    assert [c.source for c in stored.status_changes.filter(to_status="SUCCESSFUL")] == ["callback"]
+    assert signal_log.count("payment_succeeded") == 1
+    assert signal_log.count("transaction_status_changed") == 1
+    assert ApiCall.objects.filter(transaction=txn, operation="get_transaction").count() == 1
 
 
 def test_concurrent_starts_for_one_reference_charge_once(paycollect_live, pay):

@@ -511,6 +511,149 @@ def test_a_row_changed_since_it_was_read_is_applied_under_the_lock(
     assert not TransactionStatusChange.objects.filter(transaction=txn, source="reconcile").exists()
 
 
+def test_a_plain_status_change_is_one_guarded_update_with_its_signals_sent_once(
+    paycollect_in_process, pay, signal_log
+):
+    """A payment paid at the service: its status moves by one UPDATE guarded by what was read, no locked
+    re-read; the change recorded, its signals sent once after the commit, ``then=`` called in that commit."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from django_paycollect.services.sync import sync_stored
+
+    txn = pay("10.00")
+    paycollect_in_process.control.complete(txn.uuid)
+    read = Transaction.objects.get(pk=txn.pk)
+    signal_log.sent.clear()
+    seen = []
+
+    def then(applied: Transaction) -> None:
+        recorded = TransactionStatusChange.objects.filter(transaction=applied).count()
+        seen.append((applied.status, recorded, connection.in_atomic_block, list(signal_log.names())))
+
+    with CaptureQueriesContext(connection) as captured:
+        synced = sync_stored(read, None, community_id=None, source="reconcile", then=then)
+
+    selects, [update] = _transaction_statements(captured)
+    assert selects == []  # no locked re-read: the UPDATE takes the row lock and checks the status read
+    written = re.findall(r'"(\w+)" = ', update.split(" WHERE ")[0])
+    assert written == [
+        "raw",
+        "last_synced_at",
+        "fetch_sent_at",
+        "updated_at",
+        "service_status",
+        "status",
+        "succeeded_at",
+    ]
+    assert '"status" = ' in update.split(" WHERE ")[1]
+    # then= saw the change applied, in the transaction that applies it, before any signal was sent.
+    assert seen == [(Transaction.SUCCESSFUL, 2, True, [])]  # NEW to PENDING at the start, then this
+    stored = Transaction.objects.get(pk=txn.pk)
+    assert stored.status == synced.status == Transaction.SUCCESSFUL
+    assert stored.service_status == Transaction.SUCCESSFUL
+    assert stored.succeeded_at == synced.succeeded_at is not None
+    assert stored.updated_at == synced.updated_at
+    [change] = TransactionStatusChange.objects.filter(transaction=txn, source="reconcile")
+    assert (change.from_status, change.to_status, change.service_status) == (
+        "PENDING",
+        "SUCCESSFUL",
+        "SUCCESSFUL",
+    )
+    assert signal_log.names() == ["transaction_status_changed", "payment_succeeded"]
+    assert signal_log.sent[0][1]["transaction"] is synced
+    assert ApiCall.objects.filter(operation="get_transaction", transaction=txn).count() == 1
+
+
+def test_a_status_changed_between_the_read_and_the_write_is_applied_once_under_the_lock(
+    paycollect_in_process, pay, signal_log, monkeypatch
+):
+    """Another verification applies the same change after this sync decided and before it writes: the
+    guarded UPDATE matches nothing, the caller's object is left as it was read, and the locked path finds
+    nothing to change: one status change, one payment_succeeded."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from django_paycollect.services import sync
+
+    txn = pay("10.00")
+    paycollect_in_process.control.complete(txn.uuid)
+    read = Transaction.objects.get(pk=txn.pk)
+    signal_log.sent.clear()
+    guarded = sync._update_guarded
+    raced = []
+
+    def meanwhile(*args, **kwargs):
+        if not raced:
+            raced.append(True)
+            services.sync_transaction(Transaction.objects.get(pk=txn.pk), source="callback")
+        return guarded(*args, **kwargs)
+
+    monkeypatch.setattr(sync, "_update_guarded", meanwhile)
+    with CaptureQueriesContext(connection) as captured:
+        synced = services.sync_transaction(read, source="reconcile")
+
+    assert read.status == Transaction.PENDING  # put back as read
+    assert read.succeeded_at is None
+    stored = Transaction.objects.get(pk=txn.pk)
+    assert stored.status == synced.status == Transaction.SUCCESSFUL
+    selects, _updates = _transaction_statements(captured)
+    # The fallback: read again under the lock (the other sync's reads were its caller's and its own).
+    assert len(selects) == 2
+    changes = TransactionStatusChange.objects.filter(transaction=txn, to_status=Transaction.SUCCESSFUL)
+    assert [change.source for change in changes] == ["callback"]
+    assert signal_log.count("payment_succeeded") == 1
+    assert signal_log.count("transaction_status_changed") == 1
+    assert ApiCall.objects.filter(operation="get_transaction", transaction=txn).count() == 2
+
+
+def test_a_fetch_saying_failed_never_moves_a_successful_payment_back(paycollect_in_process, pay, signal_log):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    txn = pay("10.00")
+    paycollect_in_process.control.complete(txn.uuid, "FAILED")
+    # Recorded as paid here (a callback verified before the service changed its mind, or a forged answer).
+    Transaction.objects.filter(pk=txn.pk).update(
+        status=Transaction.SUCCESSFUL, service_status=Transaction.SUCCESSFUL
+    )
+    read = Transaction.objects.get(pk=txn.pk)
+    signal_log.sent.clear()
+    with CaptureQueriesContext(connection) as captured:
+        synced = services.sync_transaction(read, source="reconcile")
+
+    selects, [_update] = _transaction_statements(captured)
+    assert selects == []
+    stored = Transaction.objects.get(pk=txn.pk)
+    assert stored.status == synced.status == Transaction.SUCCESSFUL
+    assert stored.service_status == Transaction.FAILED  # what the service said, kept
+    assert not TransactionStatusChange.objects.filter(transaction=txn, source="reconcile").exists()
+    assert signal_log.sent == []
+
+
+def test_a_mismatch_found_with_a_status_change_takes_the_locked_flagged_path(
+    paycollect_in_process, pay, signal_log
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    txn = pay("10.00")
+    paycollect_in_process.control.complete(txn.uuid)
+    Transaction.objects.filter(pk=txn.pk).update(total_amount=Decimal("5.00"))  # not what the service took
+    read = Transaction.objects.get(pk=txn.pk)
+    signal_log.sent.clear()
+    with CaptureQueriesContext(connection) as captured:
+        synced = services.sync_transaction(read, source="reconcile")
+
+    selects, [_update] = _transaction_statements(captured)
+    assert len(selects) == 1  # read again under the row lock
+    stored = Transaction.objects.get(pk=txn.pk)
+    assert stored.amount_mismatch
+    assert synced.amount_mismatch
+    assert stored.status == Transaction.PENDING
+    assert signal_log.names() == ["amount_mismatch_detected"]
+
+
 def test_a_fetch_whose_answer_cannot_be_applied_is_still_recorded(paycollect_in_process, pay, monkeypatch):
     txn = pay("10.00")
     paycollect_in_process.control.complete(txn.uuid)
@@ -518,9 +661,10 @@ def test_a_fetch_whose_answer_cannot_be_applied_is_still_recorded(paycollect_in_
     def broken(*args, **kwargs):
         raise RuntimeError("applying failed")
 
-    monkeypatch.setattr("django_paycollect.services.sync.apply_status", broken)
+    monkeypatch.setattr("django_paycollect.services.sync.record_status", broken)
     with pytest.raises(RuntimeError):
         services.sync_transaction(txn)
+    assert (txn.status, txn.succeeded_at) == (Transaction.PENDING, None)  # the object as the row: as it was
 
     [call] = ApiCall.objects.filter(operation="get_transaction", transaction=txn)
     assert call.http_status == 200
