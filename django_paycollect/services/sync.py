@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db import IntegrityError, connections, router, transaction
 from django.db.models import Field
+from django.db.models.signals import post_save, pre_save
 from django.utils import timezone
 
 from .. import signals
@@ -215,9 +216,11 @@ def _apply_unlocked(
     txn: Transaction, envelope: Envelope[FetchedTransaction], sent_at: dt.datetime, source: str
 ) -> dict[str, Any] | None:
     """Apply a :func:`_plain` fetch by one UPDATE guarded by the values the decision read
-    (:data:`_GUARDED_BY`), without re-reading the row under its lock first: False when the row changed
-    since it was read: None, ``txn`` as it was, and the caller applies the fetch under the row lock instead.
-    Otherwise what ``txn`` held before, for :func:`_put_back` should the transaction roll back.
+    (:data:`_GUARDED_BY`), without re-reading the row under its lock first. None, ``txn`` left as it was,
+    when the row changed since it was read, or when a project listens to the transaction's ``pre_save`` or
+    ``post_save`` and the fetch changes more than what every fetch writes: the caller applies the fetch under
+    the row lock instead (and ``save()``). Otherwise what ``txn`` held before, for :func:`_put_back` should
+    the transaction roll back.
 
     The UPDATE takes the row lock itself and, once it holds it, checks the status the decision was made
     from (PostgreSQL re-reads a row another transaction changed meanwhile): a status still only moves
@@ -237,7 +240,11 @@ def _apply_unlocked(
         "fetch_sent_at": max(sent_at, txn.fetch_sent_at or sent_at),
         "updated_at": now,
     }
-    values.update({name: getattr(txn, name) for name in _SYNC_MAY_CHANGE if getattr(txn, name) != read[name]})
+    changed = {name: getattr(txn, name) for name in _SYNC_MAY_CHANGE if getattr(txn, name) != read[name]}
+    if changed and (pre_save.has_listeners(Transaction) or post_save.has_listeners(Transaction)):
+        _put_back(txn, read)  # a project hears of every change of a transaction through save()
+        return None
+    values.update(changed)
     try:
         if not _update_guarded(txn.pk, values, {name: read[name] for name in _GUARDED_BY}):
             _put_back(txn, read)

@@ -607,6 +607,28 @@ def test_a_status_changed_between_the_read_and_the_write_is_applied_once_under_t
     assert ApiCall.objects.filter(operation="get_transaction", transaction=txn).count() == 2
 
 
+def test_a_project_listening_to_the_transactions_saves_hears_of_a_status_change(paycollect_in_process, pay):
+    """The unlocked write does not go through save(): with a pre_save or post_save receiver of Transaction,
+    a fetch that changes the row is applied under the lock and saved, as before."""
+    from django.db.models.signals import post_save
+
+    txn = pay("10.00")
+    paycollect_in_process.control.complete(txn.uuid)
+    read = Transaction.objects.get(pk=txn.pk)
+    heard = []
+
+    def listener(sender, instance, update_fields, **kwargs):
+        heard.append((instance.pk, instance.status, "status" in (update_fields or ())))
+
+    post_save.connect(listener, sender=Transaction)
+    try:
+        services.sync_transaction(read, source="reconcile")
+    finally:
+        post_save.disconnect(listener, sender=Transaction)
+    assert heard == [(txn.pk, Transaction.SUCCESSFUL, True)]
+    assert Transaction.objects.get(pk=txn.pk).status == Transaction.SUCCESSFUL
+
+
 def test_a_fetch_saying_failed_never_moves_a_successful_payment_back(paycollect_in_process, pay, signal_log):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
