@@ -9,8 +9,8 @@ from functools import partial
 from typing import Any, Generic, TypeVar
 
 from django.core.exceptions import NON_FIELD_ERRORS
-from django.db import connections, router, transaction
-from django.db.models import Field, Model, Q, signals
+from django.db import transaction
+from django.db.models import Model, Q
 
 from ..client import (
     OPERATIONS,
@@ -41,6 +41,7 @@ from ..problem_messages import service_field_errors
 from ..secrecy import mask_personal_data, our_secrets, scrub
 from .common import require_autocommit
 from .config import CommunityConfig, get_client
+from .rows import insert_row
 
 C = TypeVar("C")
 R = TypeVar("R")
@@ -100,63 +101,8 @@ def _record(
         **{name: obj for name, obj in (links or {}).items()},
     )
     if save:
-        insert_api_call(row)
+        insert_row(row)
     return row
-
-
-#: Each model's INSERT per database vendor, and its columns' fields in order: built once, not per row.
-_INSERTS: dict[tuple[type[Model], str], tuple[str, tuple[Field[Any, Any], ...]]] = {}
-
-
-def insert_api_call(row: ApiCall) -> None:
-    """Insert a new ApiCall ``row`` as ``row.save()`` does (:func:`insert_new`).
-
-    Every call is recorded: in reconciliation that is an INSERT per fetched transaction, whose compilation
-    by the ORM (``save()`` compiles the INSERT for each row) cost more of the process's time than the
-    statement."""
-    insert_new(row)
-
-
-def insert_new(row: Model) -> None:
-    """Insert a new ``row`` as ``row.save()`` does, by a statement built once from its model's fields.
-
-    For the rows written once per fetch or status change (an ApiCall, a status change), whose INSERT the
-    ORM compiles again for every row. Each value is still prepared by its field (``pre_save``,
-    ``get_db_prep_save``), so the row is the same (a test compares them column by column). ``row.save()``
-    when a project listens to the model's ``pre_save`` or ``post_save``, when the row is stored already,
-    or where the database cannot return the new key from the INSERT."""
-    model = type(row)
-    connection = connections[router.db_for_write(model, instance=row)]
-    if (
-        not row._state.adding
-        or not connection.features.can_return_columns_from_insert
-        or signals.pre_save.has_listeners(model)
-        or signals.post_save.has_listeners(model)
-    ):
-        row.save()
-        return
-    # As save() does: a link saved after the row was built is stored by its key (Django 5.2 to 6.1 have it).
-    row._prepare_related_fields_for_save(operation_name="save")  # type: ignore[attr-defined]
-    statement = _INSERTS.get((model, connection.vendor))
-    if statement is None:
-        meta = model._meta
-        fields = tuple(field for field in meta.concrete_fields if field is not meta.pk)
-        quote = connection.ops.quote_name
-        columns = ", ".join(quote(str(field.column)) for field in fields)
-        marks = ", ".join(["%s"] * len(fields))
-        table = quote(meta.db_table)
-        # Names from the model, quoted by the database's own rules; values are parameters.
-        sql = (
-            f"INSERT INTO {table} ({columns}) VALUES ({marks}) RETURNING {table}.{quote(str(meta.pk.column))}"  # noqa: S608
-        )
-        statement = _INSERTS[model, connection.vendor] = (sql, fields)
-    sql, fields = statement
-    params = [field.get_db_prep_save(field.pre_save(row, True), connection) for field in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row.pk = cursor.fetchone()[0]
-    row._state.adding = False
-    row._state.db = connection.alias
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from ..models import (
     Transaction,
     TransactionStatusChange,
 )
-from .calls import insert_new
 from .common import send_after_commit
+from .rows import insert_row
 
 logger = logging.getLogger("django_paycollect.services")
 
@@ -70,7 +70,7 @@ def record_status(txn: Transaction, moved_from: str | None, *, source: str) -> N
             )
         return
     reported = txn.status
-    insert_new(
+    insert_row(
         TransactionStatusChange(
             transaction=txn,
             from_status=moved_from,

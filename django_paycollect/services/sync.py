@@ -22,9 +22,10 @@ from ..exceptions import (
 from ..ids import canonical_uuid
 from ..models import ApiCall, RecurringSeries, Transaction
 from ..models.fields import json_safe
-from .calls import insert_api_call, recorded_read
+from .calls import recorded_read
 from .common import logger, savepoint_if_atomic, send_after_commit
 from .config import community_config, get_client
+from .rows import insert_row
 from .status import move_status, record_status
 
 
@@ -132,7 +133,7 @@ def _apply_fetched(
             if txn is None:
                 txn, created = _create_from_fetched(community_id, wanted_uuid, fetched)
                 api_call.transaction = txn
-            insert_api_call(api_call)  # the record of the read commits with what the read changed
+            insert_row(api_call)  # the record of the read commits with what the read changed
             if not created and _plain(txn, fetched):
                 as_read = _apply_unlocked(txn, envelope, sent_at, source)
                 if as_read is not None:

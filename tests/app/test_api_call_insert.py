@@ -1,7 +1,7 @@
-"""An API call is stored by one INSERT built once (``services.calls.insert_api_call``; reconciliation writes
+"""An API call is stored by one INSERT built once (``services.rows.insert_row``; reconciliation writes
 one per fetched transaction), and the row is the one ``ApiCall.save()`` stores: the same values in every
 column, read back from the database. A project listening to ApiCall's saves still hears of every row. The
-same for a status change (``services.calls.insert_new``, one per change a sync applies)."""
+same for a status change (``services.rows.insert_row``, one per change a sync applies)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from django.db.models.signals import post_save
 from django.test.utils import CaptureQueriesContext
 
 from django_paycollect.models import ApiCall, Transaction, TransactionStatusChange
-from django_paycollect.services.calls import insert_api_call, insert_new
+from django_paycollect.services.rows import insert_row
 
 pytestmark = pytest.mark.django_db
 
@@ -85,7 +85,7 @@ def txn() -> Transaction:
 def test_the_row_is_the_one_save_stores(txn, changed):
     ours = ApiCall(**fields(txn, **changed))
     with CaptureQueriesContext(connection) as captured:
-        insert_api_call(ours)
+        insert_row(ours)
     theirs = ApiCall(**fields(txn, **changed))
     theirs.save()
     assert len(captured) == 1
@@ -99,7 +99,7 @@ def test_a_link_saved_after_the_row_was_built_is_stored(txn):
     later = Transaction(uuid="9a8b7c6d-5e4f-3021-1203-a4b5c6d7e8f9", community_id="c-1", total_amount=1)
     row = ApiCall(**fields(later))
     later.save()
-    insert_api_call(row)
+    insert_row(row)
     assert ApiCall.objects.get(pk=row.pk).transaction_id == later.pk
 
 
@@ -112,7 +112,7 @@ def test_a_project_listening_to_saves_hears_of_every_row(txn):
     post_save.connect(listener, sender=ApiCall)
     try:
         row = ApiCall(**fields(txn))
-        insert_api_call(row)
+        insert_row(row)
     finally:
         post_save.disconnect(listener, sender=ApiCall)
     assert heard == [row]
@@ -131,7 +131,7 @@ def test_a_status_change_is_the_row_save_stores(txn):
 
     ours, theirs = change(), change()
     with CaptureQueriesContext(connection) as captured:
-        insert_new(ours)
+        insert_row(ours)
     theirs.save()
     assert len(captured) == 1
     assert ours.pk is not None
