@@ -7,8 +7,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from django.db import IntegrityError, connections, router, transaction
-from django.db.models import Field
+from django.db import IntegrityError, transaction
 from django.db.models.signals import post_save, pre_save
 from django.utils import timezone
 
@@ -25,7 +24,7 @@ from ..models.fields import json_safe
 from .calls import recorded_read
 from .common import logger, savepoint_if_atomic, send_after_commit
 from .config import community_config, get_client
-from .rows import insert_row
+from .rows import insert_row, update_row
 from .status import move_status, record_status
 
 
@@ -247,7 +246,7 @@ def _apply_unlocked(
         return None
     values.update(changed)
     try:
-        if not _update_guarded(txn.pk, values, {name: read[name] for name in _GUARDED_BY}):
+        if not update_row(Transaction, txn.pk, values, equal={name: read[name] for name in _GUARDED_BY}):
             _put_back(txn, read)
             return None
         for name, value in values.items():
@@ -262,47 +261,6 @@ def _apply_unlocked(
 def _put_back(txn: Transaction, read: dict[str, Any]) -> None:
     for name, value in read.items():
         setattr(txn, name, value)
-
-
-def _update_guarded(pk: Any, values: dict[str, Any], guard: dict[str, Any]) -> int:
-    """``Transaction.objects.filter(pk=pk, **guard).update(**values)``, written out: the ORM's dozen
-    lookups cost more instructions than the fetch itself, this a quarter of that. Returns the rows
-    written (0 or 1)."""
-    connection = connections[router.db_for_write(Transaction)]
-    nulls = tuple(name for name, value in guard.items() if value is None)
-    key = (connection.vendor, tuple(values), tuple(guard), nulls)
-    sql = _UPDATES.get(key)
-    if sql is None:
-        quote = connection.ops.quote_name
-        columns = [f"{quote(_COLUMNS[name])} = %s" for name in values]
-        conditions = [f"{quote(_COLUMNS['id'])} = %s"] + [
-            f"{quote(_COLUMNS[name])} IS NULL" if name in nulls else f"{quote(_COLUMNS[name])} = %s"
-            for name in guard
-        ]
-        table = quote(Transaction._meta.db_table)
-        # Names from the model's meta, every value a parameter.
-        sql = _UPDATES[key] = f"UPDATE {table} SET {', '.join(columns)} WHERE {' AND '.join(conditions)}"  # noqa: S608
-    params = [_FIELDS[name].get_db_prep_save(value, connection) for name, value in values.items()]
-    params.append(pk)
-    params += [
-        _FIELDS[name].get_db_prep_value(value, connection)
-        for name, value in guard.items()
-        if value is not None
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return int(cursor.rowcount)
-
-
-#: The guarded UPDATE's statement by database vendor, columns written, columns checked and those NULL.
-_UPDATES: dict[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], str] = {}
-
-
-#: The transaction's fields, and their columns, by name and by attribute (``series`` and ``series_id``).
-_FIELDS: dict[str, Field[Any, Any]] = {
-    key: field for field in Transaction._meta.concrete_fields for key in (field.name, field.attname)
-}
-_COLUMNS: dict[str, str] = {name: field.column for name, field in _FIELDS.items() if field.column}
 
 
 def _record_after_rollback(api_call: ApiCall, txn: Transaction | None) -> None:

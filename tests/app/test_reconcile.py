@@ -580,16 +580,16 @@ def test_a_status_changed_between_the_read_and_the_write_is_applied_once_under_t
     paycollect_in_process.control.complete(txn.uuid)
     read = Transaction.objects.get(pk=txn.pk)
     signal_log.sent.clear()
-    guarded = sync._update_guarded
+    guarded = sync.update_row
     raced = []
 
-    def meanwhile(*args, **kwargs):
-        if not raced:
+    def meanwhile(model, *args, **kwargs):
+        if model is Transaction and not raced:
             raced.append(True)
             services.sync_transaction(Transaction.objects.get(pk=txn.pk), source="callback")
-        return guarded(*args, **kwargs)
+        return guarded(model, *args, **kwargs)
 
-    monkeypatch.setattr(sync, "_update_guarded", meanwhile)
+    monkeypatch.setattr(sync, "update_row", meanwhile)
     with CaptureQueriesContext(connection) as captured:
         synced = services.sync_transaction(read, source="reconcile")
 

@@ -12,6 +12,8 @@ its status change, and the callback marked verified. The claim is committed with
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -43,18 +45,24 @@ def cost(queries: list[dict[str, str]]) -> tuple[int, int]:
     return statements, commits
 
 
-def test_verifying_a_callback_costs_nine_statements_and_two_commits(paycollect_live, pay):
+def verified(paycollect_live: Any, pay: Any) -> tuple[Transaction, int, list[dict[str, str]]]:
+    """A payment started here and completed at the service, its callback verified: the payment, the
+    callback's key, and the statements of the verification."""
     txn = pay("100.00")
     paycollect_live.control.complete(txn.uuid)
     stored = store_callback(transaction_uuid=txn.uuid, claimed_status="SUCCESSFUL")
-
     with CaptureQueriesContext(connection) as captured:
         assert run_verification(stored.to_verify).state == ReceivedCallback.PROCESSED
+    return txn, stored.to_verify, captured.captured_queries
 
-    shown = "\n".join(q["sql"][:120] for q in captured.captured_queries)
-    assert cost(captured.captured_queries) == (9, 2), shown
+
+def test_verifying_a_callback_costs_nine_statements_and_two_commits(paycollect_live, pay):
+    txn, callback_id, queries = verified(paycollect_live, pay)
+
+    shown = "\n".join(q["sql"][:120] for q in queries)
+    assert cost(queries) == (9, 2), shown
     # Each fact the guarantees need, written once.
-    callback = ReceivedCallback.objects.get(pk=stored.to_verify)
+    callback = ReceivedCallback.objects.get(pk=callback_id)
     assert (callback.state, callback.attempts, callback.transaction_id) == (
         ReceivedCallback.PROCESSED,
         1,
@@ -80,16 +88,11 @@ def transactions(queries: list[dict[str, str]]) -> list[list[str]]:
 
 
 def test_the_claim_commits_without_waiting_for_the_disk_and_the_verification_waits(paycollect_live, pay):
-    txn = pay("100.00")
-    paycollect_live.control.complete(txn.uuid)
-    stored = store_callback(transaction_uuid=txn.uuid, claimed_status="SUCCESSFUL")
+    _, _, queries = verified(paycollect_live, pay)
 
-    with CaptureQueriesContext(connection) as captured:
-        assert run_verification(stored.to_verify).state == ReceivedCallback.PROCESSED
-
-    claim, verified = transactions(captured.captured_queries)
+    claim, recorded = transactions(queries)
     assert claim[0] == UNFLUSHED, claim
     assert any('"paycollect_fetchmark"' in sql for sql in claim), claim
     # The record of the fetch and what it applied: a durable commit, as every write of money data.
-    assert any('INSERT INTO "paycollect_apicall"' in sql for sql in verified), verified
-    assert all("synchronous_commit" not in sql for sql in verified), verified
+    assert any('INSERT INTO "paycollect_apicall"' in sql for sql in recorded), recorded
+    assert all("synchronous_commit" not in sql for sql in recorded), recorded
