@@ -1,12 +1,14 @@
 """The exports in the admin: actions on the transaction, refund and series changelists, and the dashboard's
 links, all thin callers of :mod:`django_paycollect.reporting.exports`. Shown to, and answered for, only users
-holding ``paycollect.export_transaction``."""
+holding ``paycollect.export_transaction`` and the permission to view the rows exported (an export's
+``viewers``): the export permission alone downloads nothing."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, StreamingHttpResponse
 from django.http.response import HttpResponseBase
@@ -18,8 +20,13 @@ from ..reporting import exports
 PERMISSION = "paycollect.export_transaction"
 
 
-def may_export(request: HttpRequest) -> bool:
-    return request.user.has_perm(PERMISSION)
+def may_export(request: HttpRequest, export: exports.Export | None = None) -> bool:
+    """The export permission and the permission to view the rows of ``export`` (None: of one export at
+    least, for a page that offers them all)."""
+    if not request.user.has_perm(PERMISSION):
+        return False
+    wanted = [export] if export is not None else exports.EXPORTS.values()
+    return any(exports.may_view(request.user, one) for one in wanted)
 
 
 def download(
@@ -29,7 +36,10 @@ def download(
     file_format: str,
     period: exports.ExportPeriod | None = None,
 ) -> HttpResponseBase | None:
-    """The export of ``queryset`` as a streamed download; None (and a message) when it cannot be made."""
+    """The export of ``queryset`` as a streamed download; None (and a message) when it cannot be made.
+    Refused (403) to a user who may not view its rows."""
+    if not may_export(request, export):
+        raise PermissionDenied
     try:
         pieces = exports.chunks(export, queryset, file_format)
     except exports.ExportError as error:
@@ -50,7 +60,7 @@ class ExportActions:
         return queryset
 
     def has_export_permission(self, request: HttpRequest) -> bool:
-        return may_export(request)
+        return may_export(request, exports.EXPORTS[self.export_name])
 
     def _export(
         self, request: HttpRequest, queryset: QuerySet[Any], file_format: str

@@ -6,10 +6,13 @@ One place defines them: each export is a list of columns, named in the spec's wo
 (``iterator(chunk_size=...)``: constant memory at a million rows, no query per row). ``paycollect_export``,
 the admin's actions and the dashboard's links only call it.
 
+* **What it lists**: by ``completed`` (the default) only what completed, with or without a period: payments
+  paid (``succeeded_at``), refunds that succeeded, renewal charges paid, the rows the dashboard counts money
+  by. Every other row only behind an explicit choice: by ``created`` every status, or ``statuses``.
 * **The period**: ``since`` and ``until`` are calendar days of the site's time zone (``TIME_ZONE``), both
-  included: from midnight at the start of ``since`` to midnight at the end of ``until``. A row is in it by
-  its ``created`` time or, the default, its ``completed`` time (a payment's or renewal's success here, a
-  refund's completion), the times the dashboard counts money by; without a period, every row.
+  included: from midnight at the start of ``since`` to midnight at the end of ``until``, within
+  :data:`FIRST_DAY` and :data:`LAST_DAY`. A row is in it by its ``completed`` time (the default) or its
+  ``created`` time; without a period, every row of that meaning.
 * **Amounts** are exact: text with two decimals in CSV (``amount_text``), numbers shown with two decimals in
   XLSX. **Times** are ISO 8601 in the site's time zone, with its offset.
 * **Safe cells**: a text cell a spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``@``,
@@ -45,6 +48,9 @@ FORMATS = ("csv", "xlsx")
 #: What a row's period is read by: its creation or its completion.
 BASES = ("completed", "created")
 DEFAULT_BASIS = "completed"
+#: The days a period can start and end on: a day's midnight moved by any time zone's offset stays a datetime.
+FIRST_DAY = dt.date(1, 1, 2)
+LAST_DAY = dt.date(9999, 12, 30)
 
 CONTENT_TYPES = {
     "csv": "text/csv; charset=utf-8",
@@ -87,8 +93,20 @@ class Export:
     completed_field: str
     community_field: str
     currency_field: str
+    #: The ORM path of the row's status, and the rows that completed (what ``completed`` lists).
+    status_field: str
+    completed: Q
+    #: Model permissions (``app_label.codename``) of which one lets a user see these rows in the admin.
+    viewers: tuple[str, ...]
     #: What every row of this export is (the renewals are transactions of one kind).
     only: Q | None = None
+
+    @property
+    def statuses(self) -> tuple[str, ...]:
+        """The values its ``status`` column can hold (the model's choices)."""
+        field = self.model._meta.get_field(self.status_field)
+        choices = getattr(field, "choices", None) or ()
+        return tuple(str(value) for value, _label in choices)
 
     def columns_for(self, include_pii: bool = True) -> tuple[Column, ...]:
         return tuple(column for column in self.columns if include_pii or not column.pii)
@@ -134,6 +152,9 @@ TRANSACTIONS = Export(
     completed_field="succeeded_at",
     community_field="community_id",
     currency_field="currency",
+    status_field="status",
+    completed=Q(succeeded_at__isnull=False),
+    viewers=("paycollect.view_transaction",),
 )
 
 REFUNDS = Export(
@@ -156,6 +177,10 @@ REFUNDS = Export(
     completed_field="completed_at",
     community_field="transaction__community_id",
     currency_field="transaction__currency",
+    status_field="state",
+    # A failed refund has a completion time too: completed means the money went back.
+    completed=Q(state=Refund.SUCCEEDED, completed_at__isnull=False),
+    viewers=("paycollect.view_refund",),
 )
 
 RENEWALS = Export(
@@ -179,6 +204,10 @@ RENEWALS = Export(
     completed_field="succeeded_at",
     community_field="community_id",
     currency_field="currency",
+    status_field="status",
+    completed=Q(succeeded_at__isnull=False),
+    # A series' page shows its charges: who may view the series may export its renewals.
+    viewers=("paycollect.view_transaction", "paycollect.view_recurringseries"),
     only=RENEWAL,
 )
 
@@ -190,13 +219,24 @@ EXPORTS: dict[str, Export] = {export.name: export for export in (TRANSACTIONS, R
 
 
 def parse_day(text: str) -> dt.date:
-    """A calendar day written ``YYYY-MM-DD``."""
+    """A calendar day written ``YYYY-MM-DD``, from :data:`FIRST_DAY` to :data:`LAST_DAY`."""
     try:
-        return dt.date.fromisoformat(text.strip())
+        day = dt.date.fromisoformat(text.strip())
     except ValueError:
         raise ExportError(
             gettext("%(text)r is not a day: write YYYY-MM-DD (e.g. 2026-10-31).") % {"text": text}
         ) from None
+    return _within_range(day)
+
+
+def _within_range(day: dt.date) -> dt.date:
+    # Past them, midnight at the end of the day (or moved to UTC) is no datetime: an OverflowError.
+    if not FIRST_DAY <= day <= LAST_DAY:
+        raise ExportError(
+            gettext("%(day)s is out of range: a period's days are from %(first)s to %(last)s.")
+            % {"day": day.isoformat(), "first": FIRST_DAY.isoformat(), "last": LAST_DAY.isoformat()}
+        )
+    return day
 
 
 @dataclass(frozen=True)
@@ -207,6 +247,9 @@ class ExportPeriod:
     until: dt.date | None = None
 
     def __post_init__(self) -> None:
+        for day in (self.since, self.until):
+            if day is not None:
+                _within_range(day)
         if self.since and self.until and self.since > self.until:
             raise ExportError(
                 gettext("The period starts (%(since)s) after it ends (%(until)s).")
@@ -269,6 +312,24 @@ def _xlsxwriter() -> Any:
 # --- selecting the rows ------------------------------------------------------------------------------------
 
 
+def check_statuses(export: Export, statuses: Iterable[str]) -> list[str]:
+    """``statuses`` if each is a value of ``export``'s ``status`` column, as the export writes it."""
+    wanted = list(statuses)
+    for status in wanted:
+        if status not in export.statuses:
+            raise ExportError(
+                gettext("Unknown status %(status)r of %(export)s: one of %(statuses)s.")
+                % {"status": status, "export": export.name, "statuses": ", ".join(export.statuses)}
+            )
+    return wanted
+
+
+def may_view(user: Any, export: Export) -> bool:
+    """Whether ``user`` may see the rows of ``export`` (one of its ``viewers`` permissions): exporting them
+    needs it, besides the export permission."""
+    return any(user.has_perm(permission) for permission in export.viewers)
+
+
 def selection(
     export: Export,
     *,
@@ -276,16 +337,26 @@ def selection(
     basis: str = DEFAULT_BASIS,
     community_id: str | None = None,
     currency: str | None = None,
+    statuses: Iterable[str] = (),
 ) -> QuerySet[Any]:
-    """The rows of ``export`` in the period (by ``basis``), of a community and a currency (None: any)."""
+    """The rows of ``export`` in the period (by ``basis``), of a community and a currency (None: any), of
+    ``statuses`` (empty: any).
+
+    By ``completed`` only the rows that completed (``export.completed``: payments paid, refunds that
+    succeeded), with or without a period; by ``created`` every row, whatever its status."""
     if basis not in BASES:
         raise ExportError(
             gettext("Unknown basis %(basis)r: one of %(bases)s.")
             % {"basis": basis, "bases": ", ".join(BASES)}
         )
+    wanted = check_statuses(export, statuses)
     queryset = export.model._default_manager.all()
     if export.only is not None:
         queryset = queryset.filter(export.only)
+    if basis == "completed":
+        queryset = queryset.filter(export.completed)
+    if wanted:
+        queryset = queryset.filter(**{f"{export.status_field}__in": wanted})
     when = export.completed_field if basis == "completed" else export.created_field
     if period is not None and period.start is not None:
         queryset = queryset.filter(**{f"{when}__gte": period.start})

@@ -397,7 +397,8 @@ SCOPE = {"community": "club-a", "currency": "EGP", "days": "7"}
 
 
 def test_the_dashboard_exports_its_period(ledger, client, django_user_model):
-    logged_in(client, staff(django_user_model, "view_dashboard", "export_transaction"))
+    # Exporting rows needs the permission to view them (tests/app/test_export_meaning.py).
+    logged_in(client, staff(django_user_model, "view_dashboard", "export_transaction", "view_transaction"))
     with mock.patch("django.utils.timezone.now", return_value=NOW):
         page = client.get(url("dashboard"), SCOPE)
         response = client.get(DASHBOARD_EXPORT, {**SCOPE, "export": "transactions", "format": "csv"})
@@ -417,7 +418,10 @@ def test_the_dashboard_export_needs_the_export_permission(ledger, client, django
 
 
 def test_the_dashboard_export_refuses_a_bad_request_in_words(ledger, client, django_user_model):
-    logged_in(client, staff(django_user_model, "view_dashboard", "export_transaction"))
+    viewer = staff(
+        django_user_model, "view_dashboard", "export_transaction", "view_transaction", "view_refund"
+    )
+    logged_in(client, viewer)
     response = client.get(DASHBOARD_EXPORT, {**SCOPE, "export": "payments"})
     assert response.status_code == 400
     assert b"one of the exports" in response.content

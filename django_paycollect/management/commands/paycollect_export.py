@@ -1,6 +1,6 @@
 """``manage.py paycollect_export transactions|refunds|renewals [--since DAY] [--until DAY]
-[--by completed|created] [--community ID] [--currency EGP] [--format csv|xlsx] [--output FILE]
-[--without-pii]``: a thin caller of ``reporting.exports``."""
+[--by completed|created] [--status STATUS ...] [--community ID] [--currency EGP] [--format csv|xlsx]
+[--output FILE] [--without-pii]``: a thin caller of ``reporting.exports``."""
 
 from __future__ import annotations
 
@@ -25,9 +25,12 @@ def day(text: str) -> Any:
 
 class Command(BaseCommand):
     help = (
-        "Export transactions, refunds or the renewals of recurring series as CSV or XLSX, for a period of "
-        "days in the site's time zone (--since and --until, both included; without them, everything), "
-        "read by their completion (default) or creation time (--by). To standard output unless --output."
+        "Export transactions, refunds or the renewals of recurring series as CSV or XLSX. By default "
+        "(--by completed) only what completed, with or without a period: payments paid, refunds that "
+        "succeeded, renewal charges paid, put in a period by their completion time; --by created lists "
+        "every status, by creation time; --status keeps only the statuses named. A period is days in the "
+        "site's time zone (--since and --until, both included; without them, all time). To standard "
+        "output unless --output."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -38,7 +41,21 @@ class Command(BaseCommand):
             "--by",
             choices=exports.BASES,
             default=exports.DEFAULT_BASIS,
-            help="put a row in the period by its completion (default) or its creation time",
+            help=(
+                "completed (default): only payments paid, refunds that succeeded and renewal charges "
+                "paid, in the period by their completion time; created: every row, whatever its status, "
+                "in the period by its creation time"
+            ),
+        )
+        parser.add_argument(
+            "--status",
+            action="append",
+            default=[],
+            metavar="STATUS",
+            help=(
+                "only rows of this status, as the export's status column writes it (SUCCESSFUL, FAILED, "
+                "PENDING ... for payments; succeeded, failed, pending, unknown for refunds); repeat for more"
+            ),
         )
         parser.add_argument("--community", metavar="ID", help="only this community (default: every one)")
         parser.add_argument("--currency", type=currency, help="only this currency (default: every one)")
@@ -62,6 +79,7 @@ class Command(BaseCommand):
                 basis=options["by"],
                 community_id=community,
                 currency=options["currency"],
+                statuses=options["status"],
             )
         except exports.ExportError as exc:
             raise CommandError(str(exc)) from None
