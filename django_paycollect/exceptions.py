@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
 
 __all__ = [
+    "CredentialsRefused",
     "NotFound",
     "PayCollectConfigurationError",
     "PaymentRefused",
@@ -172,6 +173,65 @@ class PayCollectConfigurationError(ImproperlyConfigured):
         return [str(self)]
 
 
+#: What the service's refusal of our credentials (HTTP 401 or 403) says to fix, by where they come from and
+#: whether the operation sends the basic credentials too. Names settings and the community, never a secret.
+CREDENTIALS_REFUSED = {
+    ("settings", False): _(
+        "The payment service refused the credentials of community %(community)s (HTTP %(status)s): check "
+        'PAYCOLLECT["API_KEY"], and that PAYCOLLECT["COMMUNITY_ID"] is the community this key belongs to '
+        "(manage.py paycollect_check_credentials tries them)."
+    ),
+    ("settings", True): _(
+        "The payment service refused the credentials of community %(community)s (HTTP %(status)s): check "
+        'PAYCOLLECT["API_KEY"] and PAYCOLLECT["BASIC_CREDENTIALS"], and that PAYCOLLECT["COMMUNITY_ID"] is '
+        "the community they belong to (manage.py paycollect_check_credentials tries them)."
+    ),
+    ("community", False): _(
+        "The payment service refused the credentials of community %(community)s (HTTP %(status)s): check "
+        "the API key of its row in the admin (Payment collection, Communities, %(community)s), and that "
+        "the key belongs to this community (manage.py paycollect_check_credentials tries them)."
+    ),
+    ("community", True): _(
+        "The payment service refused the credentials of community %(community)s (HTTP %(status)s): check "
+        "the API key and the basic credentials of its row in the admin (Payment collection, Communities, "
+        "%(community)s), and that they belong to this community (manage.py paycollect_check_credentials "
+        "tries them)."
+    ),
+}
+
+
+class CredentialsRefused(PayCollectConfigurationError):
+    """The service refused the credentials of a community (HTTP 401 or 403): the message names what to fix,
+    the setting (``PAYCOLLECT["API_KEY"]`` ...) or the community's row in the admin, and the community id,
+    never the secret. ``source`` is ``"settings"`` or ``"community"`` (a Community row), ``basic`` whether
+    the refused operation sent the basic credentials too; the client's error is ``__cause__``."""
+
+    error_code = "credentials_refused"
+
+    def __init__(
+        self,
+        community_id: str,
+        *,
+        source: str,
+        http_status: int | None,
+        basic: bool = False,
+        record: Any = None,
+    ) -> None:
+        message = lazy_text(
+            CREDENTIALS_REFUSED[(source, basic)], community=repr(str(community_id)), status=http_status
+        )
+        super().__init__(message)
+        self.message = message
+        self.community_id = community_id
+        self.source = source
+        self.http_status = http_status
+        self.basic = basic
+        self.record = record
+
+    def __str__(self) -> str:
+        return str(self.message)
+
+
 class ServiceUsageError(RuntimeError):
     """The service layer was called in a way that would put money at risk (e.g. inside atomic)."""
 
@@ -180,6 +240,10 @@ def describe_error(error: BaseException) -> str:
     """``"<class>: <text>"`` for a record kept for people (a callback's error, a reconciliation finding):
     the client's error behind a contract error when there is one (``ServerError: ... (HTTP 503)``). In
     English, whatever the language of the request or task that met it: it is a record, not a message."""
+    if isinstance(error, CredentialsRefused):
+        # What to fix, rather than the client's "authentication failed (HTTP 401)", which names nothing.
+        with translation.override(None):
+            return f"{type(error).__name__}: {error}"
     if isinstance(error, (ServiceLayerError, PayCollectConfigurationError)):
         if isinstance(error.__cause__, PayCollectError):
             return f"{type(error.__cause__).__name__}: {error.__cause__}"
