@@ -29,6 +29,7 @@ from ..client import (
 from ..client.redaction import SECRET_FIELDS
 from ..conf import paycollect_settings
 from ..exceptions import (
+    CredentialsRefused,
     NotFound,
     PayCollectConfigurationError,
     PaymentRefused,
@@ -148,7 +149,11 @@ _UNAVAILABLE = (ConnectError, OutcomeUnknownError, ServerError, RateLimitError, 
 
 
 def contract_error(
-    error: PayCollectError, *, record: Any = None, operation: str = ""
+    error: PayCollectError,
+    *,
+    record: Any = None,
+    operation: str = "",
+    config: CommunityConfig | None = None,
 ) -> ServiceLayerError | PayCollectConfigurationError:
     """The service layer's error for a client error (see :mod:`django_paycollect.exceptions`).
 
@@ -157,7 +162,8 @@ def contract_error(
     naming the fields (a field of ``operation`` that we know told in our words, in the reader's language:
     :func:`~django_paycollect.problem_messages.service_field_errors`), a 404 :class:`NotFound`; credentials
     the service refuses, or a client missing them, are :class:`PayCollectConfigurationError` (outside the
-    contract: the site's fault). ``record`` is the row the operation left. Raise it ``from error``, so the
+    contract: the site's fault), :class:`CredentialsRefused` naming what to fix when ``config`` says whose
+    they are. ``record`` is the row the operation left. Raise it ``from error``, so the
     client's error (the service's own words) stays readable as ``__cause__``.
     """
     if isinstance(error, _UNAVAILABLE):
@@ -169,6 +175,15 @@ def contract_error(
         return NotFound(str(error), record=record)
     # The service refused our credentials, or the client has none for this operation (nothing sent).
     unconfigured = error.call is None and not isinstance(error, ValidationError)
+    if isinstance(error, AuthenticationError) and config is not None:
+        basic = operation in OPERATIONS and OPERATIONS[operation].auth == "key_and_basic"
+        return CredentialsRefused(
+            config.community_id,
+            source=config.source,
+            http_status=error.http_status,
+            basic=basic,
+            record=record,
+        )
     if isinstance(error, AuthenticationError) or unconfigured:
         misconfigured = PayCollectConfigurationError(str(error))
         misconfigured.record = record
@@ -195,7 +210,7 @@ def recorded_read(
     ``save_success``: see :func:`_invoke`."""
     sent = _invoke(operation, config, call, links=links, save_success=save_success)
     if sent.error is not None:
-        raise contract_error(sent.error, operation=operation) from sent.error
+        raise contract_error(sent.error, operation=operation, config=config) from sent.error
     assert sent.envelope is not None
     return sent.envelope, sent.call
 
@@ -235,7 +250,7 @@ def guarded_write(
     with transaction.atomic():
         row = record(claimed, sent)
     if sent.error is not None and not sent.unknown:
-        raise contract_error(sent.error, record=row, operation=operation) from sent.error
+        raise contract_error(sent.error, record=row, operation=operation, config=community) from sent.error
     return row
 
 

@@ -36,6 +36,8 @@ class CommunityConfig:
     api_key: str
     basic_credentials: str
     variable_amount_id: int | None
+    #: Where the credentials come from, for what a refusal says to fix: "settings" or "community" (a row).
+    source: str = "settings"
 
     def __repr__(self) -> str:  # never show the secrets
         return f"CommunityConfig({self.community_id!r})"
@@ -78,7 +80,9 @@ def _community_config(wanted: str, default_id: str | None) -> CommunityConfig:
     row = read_row(Community, "community_id", wanted)
     if row is not None and row.api_key_encrypted:
         try:
-            return CommunityConfig(wanted, row.api_key, row.basic_credentials, row.variable_amount_id)
+            return CommunityConfig(
+                wanted, row.api_key, row.basic_credentials, row.variable_amount_id, source="community"
+            )
         except DecryptionError:
             raise PayCollectConfigurationError(
                 _("The stored API key cannot be decrypted (see system check paycollect.E005).")
