@@ -6,11 +6,15 @@ Not a benchmark itself: ``make bench`` runs ``benchmarks/*.py``, and this packag
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
+import json
 import os
 import platform
 import re
 import sqlite3
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -25,7 +29,7 @@ PERFORMANCE_MD = REPO / "docs" / "performance.md"
 
 #: Sections of docs/performance.md, in the order of the issue's list (unknown ones go last).
 SECTION_ORDER = (
-    "callback_ingest",
+    "budget",
     "callback_intake_gunicorn",
     "verification_queries",
     "reconcile_fetch",
@@ -35,6 +39,87 @@ SECTION_ORDER = (
     "prune_api_calls",
     "sandbox_fetch",
 )
+
+
+#: The two projects every headline runs in (``PAYCOLLECT_BENCH_PROJECT``): as the app's tests run it, and
+#: with a global ``post_save`` receiver and django-simple-history on ``Transaction`` (``receivers.py``).
+PROJECTS = {
+    "plain": "a project with no save receivers",
+    "receivers": "a project with a global post_save receiver and django-simple-history on Transaction",
+}
+
+
+def project() -> str:
+    return os.environ.get("PAYCOLLECT_BENCH_PROJECT", "plain")
+
+
+def add_project_argument(parser: Any) -> None:
+    parser.add_argument(
+        "--project",
+        choices=[*PROJECTS, "both"],
+        default="both",
+        help="the project to measure in: plain, receivers (a global post_save receiver and "
+        "django-simple-history on Transaction) or both, each in a process of its own (default both)",
+    )
+    parser.add_argument("--results", type=Path, help=argparse.SUPPRESS)
+
+
+def for_each_project(script: str, args: Any, run_one: Any) -> dict[str, Any]:
+    """``{project: results}``: ``run_one()`` here when ``args.project`` names one project, else this script
+    run again per project in a process of its own (``--project NAME --results FILE``, the project's
+    settings from ``PAYCOLLECT_BENCH_PROJECT``), its results read back as JSON."""
+    if args.project != "both":
+        os.environ["PAYCOLLECT_BENCH_PROJECT"] = args.project
+        results = run_one()
+        if args.results:
+            args.results.write_text(json.dumps({"results": results, "postgres": _POSTGRES}))
+        return {args.project: results}
+    found: dict[str, Any] = {}
+    for name in PROJECTS:
+        with tempfile.TemporaryDirectory(prefix="paycollect-bench-results-") as directory:
+            out = Path(directory) / "results.json"
+            print(f"== {PROJECTS[name]} (--project {name})", flush=True)
+            subprocess.run(  # noqa: S603  (this very script)
+                [sys.executable, script, *sys.argv[1:], "--project", name, "--results", str(out)],
+                env={**os.environ, "PAYCOLLECT_BENCH_PROJECT": name},
+                check=True,
+            )
+            written = json.loads(out.read_text())
+        _POSTGRES.update(written["postgres"])
+        found[name] = written["results"]
+    return found
+
+
+def prepare_project() -> None:
+    """What the project needs beyond the migrations: simple-history's table in the receivers project."""
+    if project() == "receivers":
+        from .receivers import create_history_table
+
+        create_history_table()
+
+
+# --- statistics ------------------------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """Nearest rank, as the dashboard computes its verification times."""
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, round(share * len(ordered) + 0.5) - 1))]
+
+
+@dataclass
+class Rounds:
+    """One figure measured in several rounds: its median, and the spread (the rounds' min and max)."""
+
+    values: list[float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    def text(self, unit: str = "", digits: int = 2) -> str:
+        lo, hi = min(self.values), max(self.values)
+        return f"{self.median:.{digits}f}{unit} (rounds {lo:.{digits}f} to {hi:.{digits}f})"
 
 
 def files_dir() -> str | None:
@@ -78,6 +163,7 @@ def setup_django(workdir: Path, *, db_name: str = "bench.sqlite3", migrate: bool
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0, interactive=False)
+        prepare_project()
     return db_path
 
 
@@ -239,6 +325,7 @@ def setup_django_on_postgres(spec: str) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0, interactive=False)
+    prepare_project()
 
 
 def timed_get(client: Any, url: str) -> tuple[Any, list[tuple[str, float]]]:
@@ -409,10 +496,12 @@ def write_section(
     details: Sequence[str] = (),
     command: str = "",
     notes: Sequence[str] = (),
+    tables: Sequence[tuple[str, Sequence[Measure]]] = (),
 ) -> None:
     """Replace (or add) the section ``slug`` of docs/performance.md, and refresh the machine block.
 
-    ``notes``: paragraphs after the table (why a target is missed, from this run's numbers)."""
+    ``notes``: paragraphs after the table (why a target is missed, from this run's numbers); ``tables``:
+    more tables after the first, each under its heading (the receivers project's)."""
     described = machine()
     when = now_text()
     load = described["load average (1, 5, 15 min) at the end"]
@@ -428,7 +517,10 @@ def write_section(
     print(run, flush=True)
     for key, settings in _POSTGRES.items():
         print(f"PostgreSQL {key}: {postgres_text(settings)}", flush=True)
-    body.append(_table(measures))
+    if measures:
+        body.append(_table(measures))
+    for heading, more in tables:
+        body += [f"### {heading}", "", _table(more)]
     for note in notes:
         body += [note, ""]
     if details:

@@ -1,6 +1,6 @@
 -- wrk's script for benchmarks/callback_intake_gunicorn.py: every request a callback as the service sends one,
 -- naming a new uuid (arguments after "--": a seed, then the community id); at the end one line
--- "RESULT requests duration_us p50_us p99_us socket_errors non_2xx".
+-- "RESULT requests duration_us p50_us p95_us p99_us socket_errors non_2xx".
 local counter, prefix, community = 0, "", ""
 local threads = 0
 function setup(thread)
@@ -31,6 +31,7 @@ request = function()
 end
 done = function(summary, latency, requests)
   local e = summary.errors
-  io.write(string.format("RESULT %d %d %d %d %d %d\n", summary.requests, summary.duration,
-    latency:percentile(50), latency:percentile(99), e.connect + e.read + e.write + e.timeout, e.status))
+  io.write(string.format("RESULT %d %d %d %d %d %d %d\n", summary.requests, summary.duration,
+    latency:percentile(50), latency:percentile(95), latency:percentile(99),
+    e.connect + e.read + e.write + e.timeout, e.status))
 end

@@ -11,6 +11,9 @@ With ``PAYCOLLECT_BENCH_BROKER`` (a broker URL), the processes ``callback_intake
 (gunicorn, a Celery worker) run as a production site does: tasks go to that broker, with the settings
 ``docs/celery.md`` and ``docs/deployment.md`` recommend, and ``PAYCOLLECT_BENCH_PAYCOLLECT`` (JSON) is merged
 into ``PAYCOLLECT``.
+
+With ``PAYCOLLECT_BENCH_PROJECT=receivers``, the project that listens to saves (``receivers.py``): a global
+``post_save`` receiver and django-simple-history registered on ``Transaction``.
 """
 
 import json
@@ -31,6 +34,12 @@ else:
         }
     }
 ROOT_URLCONF = "benchmarks._support.urls"
+if os.environ.get("PAYCOLLECT_BENCH_PROJECT", "plain") == "receivers":
+    INSTALLED_APPS = [
+        *INSTALLED_APPS,  # noqa: F405
+        "simple_history",
+        "benchmarks._support.receivers.ReceiversConfig",
+    ]
 DEBUG = False
 # Superusers are logged in with force_login; no password is ever hashed for real.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -45,4 +54,7 @@ if os.environ.get("PAYCOLLECT_BENCH_BROKER"):
     # The worker keeps its database session from task to task, as docs/deployment.md sets it up.
     CELERY_DB_REUSE_MAX = 1000
     CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+    # The bare pipeline's task (``bare_tasks``), on a queue of its own.
+    CELERY_IMPORTS = ["benchmarks._support.bare_tasks"]
+    CELERY_TASK_ROUTES = {"paycollect_bench.bare_verify": {"queue": "paycollect-bench-orm"}}
     PAYCOLLECT = {**PAYCOLLECT, **json.loads(os.environ.get("PAYCOLLECT_BENCH_PAYCOLLECT") or "{}")}

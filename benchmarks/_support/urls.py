@@ -1,19 +1,20 @@
-"""The test suite's URLs, plus the baselines of the callback benchmarks (``bare/``, ``bare-sql/`` and
+"""The test suite's URLs, plus the baselines of the callback benchmarks (``bare-orm/`` and
 ``bare-pipeline/<token>/``).
 
 The bare views are what any Django endpoint storing a POSTed body costs: each reads the body and inserts it,
 with the client address, into a table of the same shape as ``ReceivedCallback`` (same columns and
-indexes, see ``bare.py``), through the same handler, middleware and URL resolver. They check nothing and
-deduplicate nothing. Two insert techniques, so a comparison can name the one it uses:
+indexes, see ``bare.py``), through the same handler, middleware and URL resolver, and hands it on to a
+worker. They check nothing and deduplicate nothing.
 
-- ``bare/``: the ORM's ``create`` (a model instance, the INSERT compiled for each request);
-- ``bare-sql/``: the app's own technique (``services.callback_insert``): one INSERT built once from the
-  model's fields, each value prepared by its field, the defaults that are not computed prepared once, the
-  new key returned;
-- ``bare-pipeline/``: ``bare-sql/``'s insert, then the body's ``transaction_uuid`` read (``json.loads``) and
-  the row's id with it pushed to a Redis list (``LPUSH``, the list ``PAYCOLLECT_BENCH_BARE_QUEUE`` on
-  ``PAYCOLLECT_BENCH_BROKER``) after the commit, for ``bare_worker.py`` to fetch and mark: the bare pipeline
-  of store, enqueue, fetch, mark.
+- ``bare-orm/`` (the baseline of the targets: the same work through Django's public API):
+  the body's ``transaction_uuid`` read (``json.loads``), ``BareCallback.objects.create`` (the body, the uuid,
+  the address), then
+  ``bare_tasks.bare_verify.delay(pk, uuid)`` in ``transaction.on_commit``: a Celery message to the broker
+  per callback, as a plain Django project publishes its tasks;
+- ``bare-pipeline/`` (the hand-written floor, printed for information only): one INSERT built once from the
+  model's fields, each value prepared by its field, the new key returned, then the row's id and uuid pushed
+  to a Redis list (``LPUSH``, the list ``PAYCOLLECT_BENCH_BARE_QUEUE`` on ``PAYCOLLECT_BENCH_BROKER``) for
+  ``bare_worker.py`` to fetch and mark with hand-written SQL.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import json
 import os
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 from django.http import HttpRequest, JsonResponse
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
@@ -36,10 +37,15 @@ BARE_QUEUE = os.environ.get("PAYCOLLECT_BENCH_BARE_QUEUE", "paycollect-bench-bar
 
 
 @csrf_exempt
-def bare_callback(request: HttpRequest, token: str) -> JsonResponse:
-    BareCallback.objects.create(
-        body=request.body.decode("utf-8"), remote_addr=request.META.get("REMOTE_ADDR")
+def bare_orm(request: HttpRequest, token: str) -> JsonResponse:
+    from .bare_tasks import bare_verify
+
+    body = request.body.decode("utf-8")
+    uuid = json.loads(body)["transaction_uuid"]
+    row = BareCallback.objects.create(
+        body=body, transaction_uuid=uuid, remote_addr=request.META.get("REMOTE_ADDR")
     )
+    transaction.on_commit(lambda: bare_verify.delay(row.pk, uuid))
     return JsonResponse({"received": True})
 
 
@@ -47,7 +53,7 @@ _STATEMENT: dict[str, Any] = {}
 
 
 def _insert_bare(values: dict[str, Any]) -> int:
-    """The row inserted as ``services.callback_insert`` inserts a callback: a statement built once."""
+    """The row inserted by a statement built once (the hand-written floor)."""
     if not _STATEMENT:
         meta = BareCallback._meta
         fields = [f for f in meta.concrete_fields if f is not meta.pk]
@@ -78,20 +84,16 @@ def _insert_bare(values: dict[str, Any]) -> int:
         return int(cursor.fetchone()[0])
 
 
-@csrf_exempt
-def bare_callback_sql(request: HttpRequest, token: str) -> JsonResponse:
-    _insert_bare({"body": request.body.decode("utf-8"), "remote_addr": request.META.get("REMOTE_ADDR")})
-    return JsonResponse({"received": True})
-
-
 _redis: list[Any] = []
 
 
 @csrf_exempt
 def bare_pipeline(request: HttpRequest, token: str) -> JsonResponse:
     body = request.body.decode("utf-8")
-    pk = _insert_bare({"body": body, "remote_addr": request.META.get("REMOTE_ADDR")})
     uuid = json.loads(body)["transaction_uuid"]
+    pk = _insert_bare(
+        {"body": body, "transaction_uuid": uuid, "remote_addr": request.META.get("REMOTE_ADDR")}
+    )
     if not _redis:
         import redis
 
@@ -102,7 +104,6 @@ def bare_pipeline(request: HttpRequest, token: str) -> JsonResponse:
 
 urlpatterns = [
     *test_urlpatterns,
-    path("bare/<str:token>/", bare_callback),
-    path("bare-sql/<str:token>/", bare_callback_sql),
+    path("bare-orm/<str:token>/", bare_orm),
     path("bare-pipeline/<str:token>/", bare_pipeline),
 ]
