@@ -11,7 +11,6 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.timesince import timesince, timeuntil
 from django.utils.translation import gettext
@@ -28,7 +27,7 @@ from .common import (
     Outcomes,
     PayCollectAdmin,
     change_url,
-    displayable,
+    code_block,
     json_display,
     link,
     listed,
@@ -171,7 +170,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
         # Pretty when it parses and is of a callback's size and shape; otherwise as it arrived. Any
         # stored body renders: NaN, lone surrogates, nesting past the recursion limit, megabytes
         # (indenting thousands of nested levels would make a page of hundreds of megabytes).
-        as_sent = format_html("<pre>{}</pre>", displayable(obj.body) or "—")
+        as_sent = code_block(obj.body or "—")
         if len(obj.body) > PRETTY_BODY_CHARS:
             return as_sent
         try:
@@ -187,7 +186,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
 
     @admin.display(description=_("traceback"))
     def traceback_display(self, obj: ReceivedCallback) -> SafeString:
-        return format_html("<pre>{}</pre>", displayable(obj.traceback) or "—")
+        return code_block(obj.traceback or "—")
 
     @admin.display(description=_("waiting for verification"), ordering="next_attempt_at")
     def waiting_display(self, obj: ReceivedCallback) -> str:

@@ -4,16 +4,22 @@ This module computes the geometry (exact Decimals, rounded to a tenth of a pixel
 ``admin/paycollect/charts/`` draw it. Every chart is an ``<svg role="img">`` with a ``<title>``, a
 ``<desc>`` and axis labels; each bar has its own ``<title>`` (a tooltip); the page shows the same numbers in
 a table next to the chart. Colours come from the admin's CSS variables, so dark mode and print follow.
+
+Right to left (an Arabic admin) a chart is mirrored: its value axis and row labels on the right, bars growing
+to the left, days from right to left. The geometry is computed left to right and then mirrored
+(:meth:`_Frame.mirror`); the ``<svg>`` carries the direction it was laid out for, so each text's anchor
+(``start``, ``end``), which follows the direction, keeps its text on its own side of the bars.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import ROUND_CEILING, Decimal
 
 from django.utils.formats import date_format, number_format
+from django.utils.translation import get_language_bidi
 from django.utils.translation import gettext as _
 
 from ..amounts import signed_for_language
@@ -92,13 +98,29 @@ class Label:
 
 
 class _Frame:
-    """Where a chart's plot area and axis label are, from its size and margins."""
+    """Where a chart's plot area and axis label are, from its size and margins (given left to right: the
+    value axis on the left) and its direction: right to left, every x is mirrored."""
 
     width: int
     height: int
     left: int
     right: int
     bottom: int
+    rtl: bool
+    bars: list[Bar]
+
+    def _x(self, x: int | Decimal) -> Decimal:
+        """An x of the left-to-right layout, where this chart draws it."""
+        return Decimal(self.width) - x if self.rtl else Decimal(x)
+
+    @property
+    def direction(self) -> str:
+        return "rtl" if self.rtl else "ltr"
+
+    @property
+    def aspect(self) -> str:
+        """The ``preserveAspectRatio``: the chart against its start side, as the page's text is."""
+        return "xMaxYMin meet" if self.rtl else "xMinYMin meet"
 
     @property
     def plot_right(self) -> int:
@@ -109,12 +131,34 @@ class _Frame:
         return self.height - self.bottom
 
     @property
-    def axis_label_x(self) -> int:
-        return (self.left + self.plot_right) // 2
+    def axis_x(self) -> Decimal:
+        """The value axis (the bars' base in a bars chart)."""
+        return self._x(self.left)
+
+    @property
+    def plot_x1(self) -> Decimal:
+        return min(self._x(self.left), self._x(self.plot_right))
+
+    @property
+    def plot_x2(self) -> Decimal:
+        return max(self._x(self.left), self._x(self.plot_right))
+
+    @property
+    def axis_label_x(self) -> Decimal:
+        return self._x((self.left + self.plot_right) // 2)
 
     @property
     def axis_label_y(self) -> int:
         return self.height - 8
+
+    def mirror(self, *labels: list[Label]) -> None:
+        """Right to left: the bars and ``labels``, laid out left to right, mirrored."""
+        if not self.rtl:
+            return
+        width = Decimal(self.width)
+        self.bars[:] = [replace(bar, x=width - bar.x - bar.width) for bar in self.bars]
+        for group in labels:
+            group[:] = [replace(label, x=width - label.x) for label in group]
 
 
 @dataclass
@@ -138,10 +182,20 @@ class DailyChart(_Frame):
     x_labels: list[Label] = field(default_factory=list)
     empty: bool = False
     empty_text: str = ""
+    rtl: bool = False
 
     @property
-    def y_axis_label_x(self) -> int:
-        return 14
+    def tick_label_x(self) -> Decimal:
+        """The value axis's labels, anchored at their end (the side of the axis) outside the plot."""
+        return self._x(self.left - 6)
+
+    @property
+    def empty_x(self) -> Decimal:
+        return self._x(self.left + 20)
+
+    @property
+    def y_axis_label_x(self) -> Decimal:
+        return self._x(14)
 
     @property
     def y_axis_label_y(self) -> int:
@@ -168,6 +222,7 @@ def daily_chart(days: Sequence[Day], currency: str, dom_id: str = "paycollect-ch
         },
         y_axis_label=_("Amount (%(currency)s)") % {"currency": currency},
         x_axis_label=_("Day"),
+        rtl=get_language_bidi(),
     )
     top_value = max((day.collected.amount for day in days), default=Decimal(0))
     bottom_value = max((day.refunded.amount for day in days), default=Decimal(0))
@@ -230,6 +285,7 @@ def daily_chart(days: Sequence[Day], currency: str, dom_id: str = "paycollect-ch
         if index % label_every == 0:
             label_y = Decimal(chart.plot_bottom + 18)
             chart.x_labels.append(Label(_px(chart.left + slot * index + slot / 2), label_y, when))
+    chart.mirror(chart.x_labels)
     return chart
 
 
@@ -262,12 +318,13 @@ class BarsChart(_Frame):
     bars: list[Bar] = field(default_factory=list)
     labels: list[Label] = field(default_factory=list)
     values: list[Label] = field(default_factory=list)
+    rtl: bool = False
 
 
 def bars_chart(
     dom_id: str, title: str, description: str, value_axis_label: str, rows: list[Row]
 ) -> BarsChart:
-    chart = BarsChart(dom_id, title, description, value_axis_label, rows)
+    chart = BarsChart(dom_id, title, description, value_axis_label, rows, rtl=get_language_bidi())
     chart.height = chart.top + chart.row_height * len(rows) + chart.bottom
     largest = max((row.value for row in rows), default=Decimal(0))
     room = Decimal(chart.plot_right - chart.left)
@@ -289,4 +346,5 @@ def bars_chart(
             )
         chart.labels.append(Label(Decimal(chart.left - 8), _px(middle + 4), row.label))
         chart.values.append(Label(_px(chart.left + length + 6), _px(middle + 4), row.text))
+    chart.mirror(chart.labels, chart.values)
     return chart

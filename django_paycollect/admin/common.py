@@ -128,12 +128,18 @@ def displayable(text: str) -> str:
     return text.encode("utf-8", errors="backslashreplace").decode("utf-8")
 
 
+def code_block(text: str) -> SafeString:
+    """JSON, a body as it arrived or a traceback, in a ``<pre dir="ltr">``: left to right in a right-to-left
+    admin (an Arabic one), where its lines would start at the right and its brackets and punctuation be
+    reordered (paycollect/admin.css aligns it to the left there)."""
+    return format_html('<pre dir="ltr">{}</pre>', displayable(text))
+
+
 def pretty_json(value: Any) -> SafeString:
-    """A JSON value indented in a ``<pre>``, or a dash for an empty one."""
+    """A JSON value indented in a code block, or a dash for an empty one."""
     if value in (None, "", [], {}):
         return format_html("{}", "—")
-    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
-    return format_html("<pre>{}</pre>", displayable(text))
+    return code_block(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str))
 
 
 def json_display(field: str, description: Any) -> Callable[[Any, Any], SafeString]:
