@@ -8,12 +8,13 @@ from urllib.parse import urlsplit
 
 from django.apps import AppConfig, apps
 from django.conf import settings
-from django.core.checks import CheckMessage, Error, Tags, Warning, register
+from django.core.checks import CheckMessage, Error, Info, Tags, Warning, register
 from django.db import DatabaseError
 
 from .amounts import MONEY_COLUMN_MAX
 from .client.money import MoneyError, parse_amount, to_piasters
-from .conf import COUNTS, DEFAULTS, SECONDS, TIMEOUTS, metrics_available, paycollect_settings, read_networks
+from .conf import DEFAULTS, OWN_CHECKS, metrics_available, paycollect_settings, read_networks, shown
+from .crypto import weakness
 from .exceptions import PayCollectConfigurationError
 from .secrecy import stored_credentials
 
@@ -32,9 +33,9 @@ def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
                 id="paycollect.E006",
             )
         )
-    base_url = paycollect_settings.BASE_URL
+    base_url = paycollect_settings.BASE_URL if paycollect_settings.problem("BASE_URL") is None else None
     for key, check_id in (("BASE_URL", "E001"), ("API_KEY", "E002"), ("COMMUNITY_ID", "E003")):
-        if not getattr(paycollect_settings, key):
+        if paycollect_settings.problem(key) is None and not getattr(paycollect_settings, key):
             messages.append(
                 Error(
                     f"PAYCOLLECT['{key}'] is not set.",
@@ -67,7 +68,9 @@ def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
                     )
                 )
     tokens = paycollect_settings.texts("CALLBACK_TOKENS")
-    if not any(tokens):
+    if paycollect_settings.problem("CALLBACK_TOKENS") is not None:
+        pass  # paycollect.E010
+    elif not tokens:
         messages.append(
             Warning(
                 "PAYCOLLECT['CALLBACK_TOKENS'] is empty: no callback URL can be accepted.",
@@ -84,16 +87,17 @@ def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
         )
     messages += _check_trusted_proxies()
     messages += _check_max_amount()
-    # The keys of seconds, counts and timeouts, as the app reads them.
+    # Every key as the app reads it, by its kind (conf.reading); a secret's value is never shown.
     messages += [
         Error(
-            f"PAYCOLLECT['{key}'] is {getattr(paycollect_settings, key)!r}: {problem}.",
-            hint=f"Remove it to use the default ({DEFAULTS[key]!r}).",
+            f"PAYCOLLECT['{key}'] is {shown(key, paycollect_settings.raw(key))}: {problem}.",
+            hint=f"Fix it, or remove it to use the default ({DEFAULTS[key]!r}).",
             id="paycollect.E010",
         )
-        for key in (*SECONDS, *COUNTS, *TIMEOUTS)
-        if (problem := paycollect_settings.problem(key)) is not None
+        for key in DEFAULTS
+        if key not in OWN_CHECKS and (problem := paycollect_settings.problem(key)) is not None
     ]
+    messages += _check_encryption_keys()
     messages += _check_metrics()
     return messages
 
@@ -102,8 +106,8 @@ def _check_metrics() -> list[CheckMessage]:
     """A ``METRICS`` that is not None, True or False, or True without prometheus-client, would leave the
     metrics off while the site believes them on: the alerts would see nothing, and say nothing."""
     messages: list[CheckMessage] = []
-    value = paycollect_settings.METRICS
-    if not isinstance(value, (bool, type(None))):
+    value = paycollect_settings.raw("METRICS")
+    if paycollect_settings.problem("METRICS") is not None:
         messages.append(
             Error(
                 f"PAYCOLLECT['METRICS'] is {value!r}: it must be None (on when prometheus-client is "
@@ -111,7 +115,7 @@ def _check_metrics() -> list[CheckMessage]:
                 id="paycollect.E013",
             )
         )
-    elif value is True and not metrics_available():
+    elif paycollect_settings.METRICS is True and not metrics_available():
         messages.append(
             Error(
                 "PAYCOLLECT['METRICS'] is True but prometheus-client is not installed: no metrics are "
@@ -120,16 +124,17 @@ def _check_metrics() -> list[CheckMessage]:
                 id="paycollect.E014",
             )
         )
-    tokens = paycollect_settings.METRICS_TOKENS
-    if not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) and t for t in tokens):
+    raw = paycollect_settings.raw("METRICS_TOKENS")
+    blank = isinstance(raw, (list, tuple)) and not all(raw)  # an empty token in a list: a lost variable?
+    if paycollect_settings.problem("METRICS_TOKENS") is not None or blank:
         # The value is never shown: it holds secrets.
         messages.append(
             Error(
-                "PAYCOLLECT['METRICS_TOKENS'] must be a list of non-empty strings.",
+                "PAYCOLLECT['METRICS_TOKENS'] must be one non-empty text or a list of them.",
                 id="paycollect.E015",
             )
         )
-    elif any(len(token) < 20 for token in tokens):
+    elif any(len(token) < 20 for token in paycollect_settings.texts("METRICS_TOKENS")):
         messages.append(
             Warning(
                 "A PAYCOLLECT['METRICS_TOKENS'] token is shorter than 20 characters and guessable.",
@@ -297,12 +302,14 @@ def check_callbacks_left_unverified(
 def check_housekeeping_runs(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
-    """The sweep or reconciliation late: not run for more than a few of its beat intervals (a stopped beat,
-    or no worker), as ``reporting.housekeeping`` judges it. A database check: ``check --database default``."""
+    """The sweep or reconciliation late: run, and then not for more than a few of its beat intervals (a
+    stopped beat, or no worker), as ``reporting.housekeeping`` judges it (W007). A job that has never run is
+    no stopped beat (a development site, the demo, a beat not started yet): one line of information (I001).
+    A database check: ``check --database default``."""
     from django.db import router
 
     from .models import HousekeepingRun
-    from .reporting import housekeeping
+    from .reporting import housekeeping, housekeeping_how_to_start, housekeeping_not_run_yet
 
     if router.db_for_read(HousekeepingRun) not in (databases or []):
         return []
@@ -310,7 +317,11 @@ def check_housekeeping_runs(
         jobs = housekeeping()
     except DatabaseError:
         return []  # not migrated yet
-    return [
+    not_run = housekeeping_not_run_yet(jobs)
+    messages: list[CheckMessage] = []
+    if not_run is not None:
+        messages.append(Info(not_run, hint=housekeeping_how_to_start(), id="paycollect.I001"))
+    return messages + [
         Warning(
             job.warning(),
             hint="Start celery beat with django_paycollect.schedules.BEAT_SCHEDULE in CELERY_BEAT_SCHEDULE, "
@@ -322,6 +333,37 @@ def check_housekeeping_runs(
         for job in jobs
         if job.late
     ]
+
+
+def _check_encryption_keys() -> list[CheckMessage]:
+    """Keys too short or too repetitive to be keys (a few characters, a run of zero bytes): whoever holds the
+    database could try them all. The key that encrypts: an error. An older one, kept to decrypt until
+    ``paycollect_rotate_keys`` has run: a warning. The key derived from SECRET_KEY is Django's to check."""
+    if paycollect_settings.problem("ENCRYPTION_KEYS") is not None:
+        return []  # paycollect.E010
+    messages: list[CheckMessage] = []
+    for index, key in enumerate(paycollect_settings.ENCRYPTION_KEYS):
+        if (problem := weakness(key)) is None:
+            continue
+        text = f"PAYCOLLECT['ENCRYPTION_KEYS'][{index}] is {problem}: "
+        if index == 0:
+            messages.append(
+                Error(
+                    text + "the stored keys it encrypts could be decrypted by guessing it.",
+                    hint="Put a long random value first (secrets.token_urlsafe(32)), this one after it until "
+                    "`manage.py paycollect_rotate_keys` has encrypted the stored keys again.",
+                    id="paycollect.E016",
+                )
+            )
+        else:
+            messages.append(
+                Warning(
+                    text + "stored keys still encrypted with it could be decrypted by guessing it.",
+                    hint="Run `manage.py paycollect_rotate_keys`, then remove it.",
+                    id="paycollect.W010",
+                )
+            )
+    return messages
 
 
 def _check_max_amount() -> list[CheckMessage]:

@@ -12,6 +12,7 @@ import difflib
 import ipaddress
 import logging
 import math
+import re
 from collections.abc import Mapping
 from decimal import Decimal
 from functools import lru_cache
@@ -102,9 +103,33 @@ DEFAULTS: dict[str, Any] = {
 #: RECONCILE_GIVE_UP_AFTER alone); keys read as whole numbers, each with the least allowed; timeouts.
 SECONDS_FROM_ZERO = ("CALLBACK_FETCH_INTERVAL", "CALLBACK_PUBLISH_LINGER", "RETURN_FETCH_INTERVAL")
 SECONDS = (*SECONDS_FROM_ZERO, "CALLBACK_REQUEUE_AFTER", "RECONCILE_GIVE_UP_AFTER")
-COUNTS = dict.fromkeys(("RECONCILE_CONCURRENCY", "MAX_CALLBACK_BYTES"), 1)
+COUNTS = dict.fromkeys(("RECONCILE_CONCURRENCY", "MAX_CALLBACK_BYTES", "API_PAGE_SIZE"), 1)
 COUNTS |= dict.fromkeys(("CALLBACK_PUBLISH_BUFFER", "MAX_NETWORK_RETRIES"), 0)
 TIMEOUTS = ("TIMEOUT", "RETURN_TIMEOUT")
+#: Keys of one text or a list of them (one text, or bytes, is one entry, never its letters); of these,
+#: ``ENCRYPTION_KEYS`` keeps bytes as bytes. A list key whose order means something takes no set.
+LISTS = ("CALLBACK_TOKENS", "TRUSTED_PROXIES", "CALLBACK_SECRET", "ENCRYPTION_KEYS", "METRICS_TOKENS")
+UNORDERED = ("TRUSTED_PROXIES", "CALLBACK_SECRET", "METRICS_TOKENS")
+#: Keys of one text (None allowed where None is the default), True or False, and the rest by their kind.
+TEXTS: tuple[str, ...] = ("BASE_URL", "COMMUNITY_ID", "API_KEY", "SUCCESS_URL", "FAILURE_URL")
+TEXTS += ("CALLBACK_SECRET_FIELD", "DEFAULT_PAY_USING")
+FLAGS = ("FEES_IN_BILL", "STORE_REQUEST_BODIES", "METRICS")
+#: Whose values are never shown (in a check's message, in a log).
+SECRET_KEYS: tuple[str, ...] = ("API_KEY", "BASIC_CREDENTIALS", "CALLBACK_TOKENS", "CALLBACK_SECRET")
+SECRET_KEYS += ("ENCRYPTION_KEYS",)
+SECRET_KEYS += ("METRICS_TOKENS",)
+#: Keys with checks of their own (``paycollect.E011``, ``E013``, ``E015``); every other key that cannot be
+#: read is ``paycollect.E010``.
+OWN_CHECKS = {
+    "MAX_AMOUNT": "paycollect.E011",
+    "METRICS": "paycollect.E013",
+    "METRICS_TOKENS": "paycollect.E015",
+}
+#: How True and False may be spelled in a text (as the environment gives them).
+FLAG_TEXTS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False}
+FLAG_TEXTS["0"] = False
+_WHOLE = re.compile(r"[0-9]+")
+_RATE = re.compile(r"([0-9]+)/([a-z]+)")
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 logger = logging.getLogger("django_paycollect.settings")
@@ -116,23 +141,153 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def _text(value: Any) -> str:
+    """One text: a str, or bytes in UTF-8; ValueError for anything else (a list, a number, None)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return bytes(value).decode()
+        except UnicodeDecodeError:
+            raise ValueError("it must be a text; these bytes are not UTF-8") from None
+    raise ValueError(f"it must be a text, not {type(value).__name__}")
+
+
+def _as_number(value: Any) -> Any:
+    """A number, or a text spelling one (as the environment gives it: ``"30"``, ``"0.5"``); else as given."""
+    if isinstance(value, (str, bytes, bytearray)):
+        try:
+            text = _text(value).strip()
+            return int(text) if _WHOLE.fullmatch(text) else float(text) if text else value
+        except ValueError:
+            return value
+    if isinstance(value, Decimal) and value.is_finite():
+        return float(value)
+    return value
+
+
+def _entries(name: str, value: Any) -> tuple[Any, ...]:
+    """A list key: one text (or bytes) is one entry; a list or tuple its entries; None and "" none."""
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes, bytearray)):
+        listed: tuple[Any, ...] = (value,)
+    elif isinstance(value, (list, tuple)) or (isinstance(value, (set, frozenset)) and name in UNORDERED):
+        listed = tuple(value)
+    else:
+        order = " (its order says which is current: not a set)" if isinstance(value, (set, frozenset)) else ""
+        raise ValueError(f"it must be one text or a list of them{order}")
+    if name == "ENCRYPTION_KEYS":
+        keys = []
+        for entry in listed:
+            if not isinstance(entry, (str, bytes, bytearray)):
+                raise ValueError("each key must be a text or bytes")
+            keys.append(bytes(entry) if isinstance(entry, bytearray) else entry)
+        return tuple(key for key in keys if key)
+    return tuple(text for text in map(_text, listed) if text)
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, (str, bytes, bytearray)):
+        read = FLAG_TEXTS.get(_text(value).strip().lower())
+        if read is not None:
+            return read
+    raise ValueError("it must be True or False (or a text: true, false, yes, no, on, off, 1, 0)")
+
+
 def reading(name: str, value: Any) -> Any:
-    """``value`` of the key ``name`` as the app uses it (seconds, a count, a timeout); ValueError: why not."""
+    """``value`` of the key ``name`` as the app uses it; ValueError: why it cannot be read (never the value).
+
+    Every key is read by its kind: a list key takes one text as one entry, a number may be given as the text
+    the environment gives (``"1"``), a flag as ``"true"`` or ``"0"``.
+    """
     if name in TIMEOUTS:
-        pair = list(value) if isinstance(value, (list, tuple)) else []
+        pair = [_as_number(part) for part in value] if isinstance(value, (list, tuple)) else []
         if len(pair) == 2 and all(_number(part) and part > 0 for part in pair):
             return float(pair[0]), float(pair[1])
         raise ValueError("it must be (connect seconds, read seconds), both above zero")
     if name in COUNTS:
+        value = _as_number(value)
         if isinstance(value, int) and not isinstance(value, bool) and value >= COUNTS[name]:
             return value
         raise ValueError(f"it must be a whole number, at least {COUNTS[name]}")
-    if value is None and name == "RECONCILE_GIVE_UP_AFTER":
+    if name in SECONDS:
+        if value is None and name == "RECONCILE_GIVE_UP_AFTER":
+            return None
+        value, from_zero = _as_number(value), name in SECONDS_FROM_ZERO
+        if _number(value) and (value > 0 or (value == 0 and from_zero)):
+            return float(value)
+        raise ValueError(f"it must be a number of seconds, {'at least' if from_zero else 'more than'} 0")
+    if name in LISTS:
+        return _entries(name, value)
+    if name in FLAGS:
+        return None if value is None and name == "METRICS" else _flag(value)
+    return _read_other(name, value)
+
+
+def _read_other(name: str, value: Any) -> Any:
+    if value is None and DEFAULTS[name] is None:
         return None
-    from_zero = name in SECONDS_FROM_ZERO
-    if _number(value) and (value > 0 or (value == 0 and from_zero)):
-        return float(value)
-    raise ValueError(f"it must be a number of seconds, {'at least' if from_zero else 'more than'} 0")
+    if name == "VARIABLE_AMOUNT_ID":
+        value = _as_number(value)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+        if value == "":
+            return None  # an environment variable set to nothing: not configured
+        raise ValueError("it must be a whole number above zero (the API payment's id)")
+    if name == "COMMUNITY_ID" and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)  # an id given as a number is the same id
+    if name in TEXTS:
+        text = _text(value)
+        if DEFAULTS[name] is None:
+            return text.strip() or None
+        if not text.strip() and DEFAULTS[name]:
+            raise ValueError("it must not be blank")
+        return text
+    if name == "BASIC_CREDENTIALS":
+        pair = isinstance(value, (list, tuple))
+        text = ":".join(map(_text, value)) if pair and len(value) == 2 else None if pair else _text(value)
+        if text is not None and (text == "" or ":" in text):
+            return text or None
+        raise ValueError("it must be (username, password) or the text username:password")
+    if name == "PROMOCODE_METHOD":
+        method = _text(value).strip().upper()
+        if method in ("POST", "GET"):
+            return method
+        raise ValueError("it must be POST or GET")
+    if name == "DEFAULT_CURRENCY":
+        from .client.types import CURRENCIES
+
+        code = _text(value).strip().upper()
+        if code in CURRENCIES:
+            return code
+        raise ValueError(f"it must be one of {', '.join(CURRENCIES)}")
+    if name == "PAYABLE_RESOLVER":
+        return value if callable(value) else _text(value)
+    if name == "API_THROTTLE_RATES":
+        return _rates(value)
+    return value  # MAX_AMOUNT: read by amounts.max_amount, checked by paycollect.E011
+
+
+def _rates(value: Any) -> dict[str, str | None]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError('it must be a dict of scope to rate, e.g. {"paycollect_payments": "10/minute"}')
+    rates: dict[str, str | None] = {}
+    for scope, rate in value.items():
+        if rate is None:
+            rates[str(scope)] = None
+            continue
+        found = _RATE.fullmatch(_text(rate).strip().lower()) if isinstance(rate, (str, bytes)) else None
+        if found is None or found[2][0] not in "smhd":
+            raise ValueError(f"the rate of {scope!s} must be None or requests/period, e.g. 10/minute")
+        rates[str(scope)] = found[0]
+    return rates
 
 
 @lru_cache(maxsize=16)
@@ -155,8 +310,14 @@ def _log_once(text: str) -> None:
         logger.error(text)
 
 
+def shown(name: str, value: Any) -> str:
+    """How a check or a log shows the value of ``name``: never a secret's."""
+    return "set to a value that cannot be read" if name in SECRET_KEYS else f"{value!r}"
+
+
 class PayCollectSettings:
-    """Attribute access to ``settings.PAYCOLLECT`` merged over :data:`DEFAULTS`."""
+    """Attribute access to ``settings.PAYCOLLECT`` merged over :data:`DEFAULTS`, each key as :func:`reading`
+    reads it: ``paycollect_settings.CALLBACK_TOKENS`` is a tuple of texts however the setting spells it."""
 
     def _user(self) -> Mapping[str, Any]:
         value = getattr(django_settings, "PAYCOLLECT", {})
@@ -167,30 +328,47 @@ class PayCollectSettings:
     def unknown_keys(self) -> list[str]:
         return sorted(set(self._user()) - set(DEFAULTS))
 
-    def __getattr__(self, name: str) -> Any:
+    def raw(self, name: str) -> Any:
+        """The key's value as the settings file gives it (for the checks), or its default."""
         if name not in DEFAULTS:
             close = difflib.get_close_matches(name, DEFAULTS, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise AttributeError(f"PAYCOLLECT has no key {name}{hint}")
         return self._user().get(name, DEFAULTS[name])
 
+    def __getattr__(self, name: str) -> Any:
+        value = self.raw(name)
+        try:
+            return reading(name, value)
+        except ValueError as error:
+            if name == "ENCRYPTION_KEYS":
+                # Never another key than the one configured: values would be encrypted with a key the site
+                # does not hold (check paycollect.E010 names it at start).
+                raise PayCollectConfigurationError(
+                    f"PAYCOLLECT['ENCRYPTION_KEYS'] cannot be read: {error}"
+                ) from None
+            _log_once(f"PAYCOLLECT['{name}'] is {shown(name, value)}: {error}; the default is used")
+            return reading(name, DEFAULTS[name])
+
     def texts(self, name: str) -> tuple[str, ...]:
-        """A key of one text or a list of them, as texts (one text is one entry, never its letters)."""
-        value = getattr(self, name)
-        listed = isinstance(value, (list, tuple, set, frozenset))
-        return tuple(map(str, value)) if listed else () if value is None else (str(value),)
+        """A key of :data:`LISTS` (one text or a list of them), as texts."""
+        return tuple(entry if isinstance(entry, str) else entry.decode() for entry in getattr(self, name))
 
     def seconds(self, name: str) -> float | None:
         """A key of :data:`SECONDS` (None: never, for ``RECONCILE_GIVE_UP_AFTER``)."""
-        return cast("float | None", self._read(name))
+        return cast("float | None", getattr(self, name))
 
     def count(self, name: str) -> int:
         """A key of :data:`COUNTS`."""
-        return cast(int, self._read(name))
+        return cast(int, getattr(self, name))
 
     def timeout(self, name: str) -> tuple[float, float]:
         """A key of :data:`TIMEOUTS`: (connect seconds, read seconds)."""
-        return cast("tuple[float, float]", self._read(name))
+        return cast("tuple[float, float]", getattr(self, name))
+
+    def encryption_keys(self) -> tuple[bytes, ...]:
+        """``ENCRYPTION_KEYS`` as bytes (a text in UTF-8), first the current one; empty when not set."""
+        return tuple(key.encode() if isinstance(key, str) else key for key in self.ENCRYPTION_KEYS)
 
     def trusted_proxies(self) -> tuple[IPNetwork, ...]:
         """``TRUSTED_PROXIES`` as networks, without the entries :func:`read_networks` cannot read."""
@@ -199,24 +377,15 @@ class PayCollectSettings:
 
     def basic_credentials(self) -> str:
         """``BASIC_CREDENTIALS``, a (username, password) pair or ``username:password``, as the latter."""
-        value = self.BASIC_CREDENTIALS or ""
-        return ":".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+        return cast("str | None", self.BASIC_CREDENTIALS) or ""
 
     def problem(self, name: str) -> str | None:
         """Why the key's value cannot be read (:func:`reading`), or None: check ``paycollect.E010``."""
         try:
-            reading(name, getattr(self, name))
+            reading(name, self.raw(name))
         except ValueError as error:
             return str(error)
         return None
-
-    def _read(self, name: str) -> Any:
-        value = getattr(self, name)
-        try:
-            return reading(name, value)
-        except ValueError as error:
-            _log_once(f"PAYCOLLECT['{name}'] is {value!r}: {error}; the default is used")
-            return reading(name, DEFAULTS[name])
 
     def require(self, name: str) -> Any:
         value = getattr(self, name)

@@ -1,9 +1,12 @@
 """Encryption at rest of stored secrets (API keys and basic credentials of Community rows).
 
-Built only on the standard library, so the app needs no extra dependency: a keystream from
-HMAC-SHA256 in counter mode over a random 16-byte nonce, then an HMAC-SHA256 tag over the nonce
-and the ciphertext (encrypt-then-MAC), with separate derived keys for each. The first key of
-``PAYCOLLECT["ENCRYPTION_KEYS"]`` encrypts; every key is tried to decrypt, so keys can be rotated.
+Fernet (AES-128-CBC with an HMAC-SHA256 tag, from the ``cryptography`` package) with rotation
+(``MultiFernet``): the first key of ``PAYCOLLECT["ENCRYPTION_KEYS"]`` encrypts, every key decrypts. Each
+Fernet key is derived from one entry with HKDF-SHA256, so any long random text or bytes is a key (check
+``paycollect.E016`` refuses short or repetitive ones); without the setting, from ``SECRET_KEY``.
+
+Values written before (``pcx1:...``, HMAC-SHA256 in counter mode) are still read with the same keys, and
+written again as Fernet tokens when their row is saved or by ``manage.py paycollect_rotate_keys``.
 """
 
 from __future__ import annotations
@@ -11,34 +14,94 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
+import math
+from collections import Counter
+from functools import lru_cache
 
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 
 from .conf import paycollect_settings
 
-PREFIX = "pcx1"
+#: The prefix of values written by the earlier cipher (read, never written).
+LEGACY_PREFIX = "pcx1"
 NONCE_BYTES = 16
 TAG_BYTES = 32
+#: What a key needs to be one (check ``paycollect.E016``): this many characters or bytes, and about this many
+#: bits by its length and the variety of its characters (a run of one letter or of zero bytes has none).
+MIN_KEY_LENGTH = 32
+MIN_KEY_BITS = 100
+_INFO = b"django-paycollect/encryption-at-rest/fernet"
 
 
 class DecryptionError(ValueError):
     """No configured key can decrypt the value (keys rotated away, or the value was altered)."""
 
 
-def _key_material() -> list[bytes]:
-    keys = list(paycollect_settings.ENCRYPTION_KEYS or [])
-    if not keys:
-        keys = [f"django-paycollect:{settings.SECRET_KEY}"]
-    return [k.encode() if isinstance(k, str) else bytes(k) for k in keys]
+def _key_material() -> tuple[bytes, ...]:
+    keys = paycollect_settings.encryption_keys()
+    return keys or (f"django-paycollect:{settings.SECRET_KEY}".encode(),)
+
+
+@lru_cache(maxsize=32)
+def _fernet(material: bytes) -> Fernet:
+    derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_INFO).derive(material)
+    return Fernet(base64.urlsafe_b64encode(derived))
+
+
+def _fernets() -> MultiFernet:
+    return MultiFernet([_fernet(material) for material in _key_material()])
+
+
+def weakness(key: str | bytes) -> str | None:
+    """Why ``key`` is too weak to be an encryption key, or None (check ``paycollect.E016``)."""
+    if len(key) < MIN_KEY_LENGTH:
+        return f"shorter than {MIN_KEY_LENGTH} characters"
+    counts = Counter(key)
+    # Shannon's estimate from the key's own letters: a long run of few letters (or of zero bytes) is no key.
+    bits = -sum(n * math.log2(n / len(key)) for n in counts.values())
+    if bits < MIN_KEY_BITS:
+        return "too repetitive to be a random key"
+    return None
+
+
+def encrypt(plaintext: str) -> str:
+    return _fernets().encrypt(plaintext.encode()).decode()
+
+
+def decrypt(token: str) -> str:
+    if token.startswith(f"{LEGACY_PREFIX}:"):
+        return _legacy_decrypt(token)
+    try:
+        return _fernets().decrypt(token.encode()).decode()
+    except (InvalidToken, TypeError, ValueError):
+        raise DecryptionError("no configured encryption key decrypts this value") from None
+
+
+def needs_reencryption(token: str) -> bool:
+    """True when the value was written by the earlier cipher or with a key other than the current one."""
+    if token.startswith(f"{LEGACY_PREFIX}:"):
+        return True
+    try:
+        _fernet(_key_material()[0]).decrypt(token.encode())
+    except (InvalidToken, TypeError, ValueError):
+        return True
+    return False
+
+
+def reencrypted(token: str) -> str:
+    """``token`` written with the current key in the current format (itself when it is already);
+    :class:`DecryptionError` when no configured key decrypts it."""
+    return encrypt(decrypt(token)) if needs_reencryption(token) else token
+
+
+# --- the earlier cipher, read only ------------------------------------------------------------------------
 
 
 def _derive(material: bytes, purpose: bytes) -> bytes:
     return hmac.new(material, b"django-paycollect/" + purpose, hashlib.sha256).digest()
-
-
-def _key_id(material: bytes) -> str:
-    return _derive(material, b"id").hex()[:8]
 
 
 def _keystream(key: bytes, nonce: bytes, length: int) -> bytes:
@@ -48,41 +111,21 @@ def _keystream(key: bytes, nonce: bytes, length: int) -> bytes:
     return b"".join(blocks)[:length]
 
 
-def _xor(data: bytes, stream: bytes) -> bytes:
-    return bytes(a ^ b for a, b in zip(data, stream, strict=True))
-
-
-def encrypt(plaintext: str) -> str:
-    material = _key_material()[0]
-    nonce = os.urandom(NONCE_BYTES)
-    data = plaintext.encode()
-    ciphertext = _xor(data, _keystream(_derive(material, b"enc"), nonce, len(data)))
-    tag = hmac.new(_derive(material, b"mac"), nonce + ciphertext, hashlib.sha256).digest()
-    token = base64.urlsafe_b64encode(nonce + ciphertext + tag).decode()
-    return f"{PREFIX}:{_key_id(material)}:{token}"
-
-
-def decrypt(token: str) -> str:
+def _legacy_decrypt(token: str) -> str:
     try:
-        prefix, key_id, body = token.split(":", 2)
+        _prefix, _key_id, body = token.split(":", 2)
         raw = base64.urlsafe_b64decode(body.encode())
     except (ValueError, TypeError):
         raise DecryptionError("not an encrypted value") from None
-    if prefix != PREFIX or len(raw) < NONCE_BYTES + TAG_BYTES:
+    if len(raw) < NONCE_BYTES + TAG_BYTES:
         raise DecryptionError("not an encrypted value")
     nonce, ciphertext, tag = raw[:NONCE_BYTES], raw[NONCE_BYTES:-TAG_BYTES], raw[-TAG_BYTES:]
-    # The key id picks the likely key first; every key is still tried, ids are only a hint.
-    candidates = sorted(_key_material(), key=lambda m: _key_id(m) != key_id)
-    for material in candidates:
+    for material in _key_material():
         expected = hmac.new(_derive(material, b"mac"), nonce + ciphertext, hashlib.sha256).digest()
         if hmac.compare_digest(expected, tag):
-            return _xor(ciphertext, _keystream(_derive(material, b"enc"), nonce, len(ciphertext))).decode()
+            stream = _keystream(_derive(material, b"enc"), nonce, len(ciphertext))
+            try:
+                return bytes(a ^ b for a, b in zip(ciphertext, stream, strict=True)).decode()
+            except UnicodeDecodeError:
+                break
     raise DecryptionError("no configured encryption key decrypts this value")
-
-
-def needs_reencryption(token: str) -> bool:
-    """True when the value was encrypted with a key other than the current (first) one."""
-    try:
-        return token.split(":", 2)[1] != _key_id(_key_material()[0])
-    except IndexError:
-        return True

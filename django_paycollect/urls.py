@@ -31,10 +31,11 @@ def service_urls(request: HttpRequest) -> dict[str, str]:
     token, ``CALLBACK_TOKENS[0]``; left out when there is none) as absolute URLs built on ``request``: what a
     direct order must carry so that its customer comes back to ``SUCCESS_URL`` or ``FAILURE_URL`` and its
     callback is heard, and what to configure for Pay's API payment. The callback URL holds a secret: pass it
-    to the service, never show it. A URL that no validator would let through (a host without a dot, as a
-    test client's ``testserver``) is left out too: the service could not call it."""
+    to the service, never show nor store it (``DirectOrder`` stores it without the token). A URL that no
+    validator would let through (a host without a dot, as a test client's ``testserver``) is left out too: the
+    service could not call it."""
     urls = {"redirect_url": request.build_absolute_uri(reverse("paycollect:return"))}
-    tokens = paycollect_settings.CALLBACK_TOKENS or []
+    tokens = paycollect_settings.texts("CALLBACK_TOKENS")  # one text is one token, never its letters
     if tokens:
         urls["callback_url"] = request.build_absolute_uri(reverse("paycollect:callback", args=[tokens[0]]))
     valid = URLValidator(schemes=["http", "https"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
@@ -43,6 +43,27 @@ class Community(models.Model):
 
     def __repr__(self) -> str:
         return f"<Community {self.community_id}>"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.rotate_keys()  # a value of an older key or format is written again with the current one
+        super().save(*args, **kwargs)
+
+    def rotate_keys(self) -> tuple[list[str], list[str]]:
+        """Encrypt the stored keys again with the current encryption key, where another key or the earlier
+        format wrote them (``paycollect_rotate_keys``, and every save). Returns the columns rewritten and
+        those no configured key decrypts (left as they are: check ``paycollect.E005``)."""
+        rewritten, unreadable = [], []
+        for column in ("api_key_encrypted", "basic_credentials_encrypted"):
+            stored = getattr(self, column)
+            if not stored or not crypto.needs_reencryption(stored):
+                continue
+            try:
+                setattr(self, column, crypto.reencrypted(stored))
+            except crypto.DecryptionError:
+                unreadable.append(column)
+            else:
+                rewritten.append(column)
+        return rewritten, unreadable
 
     @property
     def api_key(self) -> str:

@@ -21,7 +21,8 @@ Payments (``settings.PAYCOLLECT``)
     ``PAYCOLLECT_API_KEY``, ``PAYCOLLECT_BASIC_CREDENTIALS`` (``username:password``; the demo
     community's by default), ``PAYCOLLECT_VARIABLE_AMOUNT_ID`` (``1``), ``PAYCOLLECT_CALLBACK_TOKENS``
     (comma-separated, the first is the one configured at the service), ``PAYCOLLECT_FEES_IN_BILL``
-    (``1``: the community adds the service's fees to the bill).
+    (``1``: the community adds the service's fees to the bill), ``PAYCOLLECT_ENCRYPTION_KEYS``
+    (comma-separated, the first encrypts the stored community keys; unset, derived from the secret key).
 Languages
     ``CLUBSITE_LANGUAGE_CODE`` (``en``): the language of a visitor who has chosen none, ``en`` or
     ``ar`` (Arabic, right to left). Every page has a switch between the two (Django's ``set_language``).
@@ -218,9 +219,12 @@ PAYCOLLECT = {
     "COMMUNITY_ID": env("PAYCOLLECT_COMMUNITY_ID", DEMO_COMMUNITY_ID),
     "API_KEY": env("PAYCOLLECT_API_KEY", DEMO_API_KEY),
     "BASIC_CREDENTIALS": env("PAYCOLLECT_BASIC_CREDENTIALS", DEMO_BASIC_CREDENTIALS),
-    "VARIABLE_AMOUNT_ID": int(env("PAYCOLLECT_VARIABLE_AMOUNT_ID", "1")),
+    # As the environment gives it, text: the app reads "1" as the number (a word is check paycollect.E010).
+    "VARIABLE_AMOUNT_ID": env("PAYCOLLECT_VARIABLE_AMOUNT_ID", "1"),
     "CALLBACK_TOKENS": env_list("PAYCOLLECT_CALLBACK_TOKENS", [DEMO_CALLBACK_TOKEN]),
     "FEES_IN_BILL": env_bool("PAYCOLLECT_FEES_IN_BILL", True),
+    # Unset: a key derived from SECRET_KEY. Comma-separated, the first encrypts (`paycollect_rotate_keys`).
+    "ENCRYPTION_KEYS": env_list("PAYCOLLECT_ENCRYPTION_KEYS", []),
     # URL names of the members app; the app appends ?transaction_uuid=... (or ?transaction_id=...) to them.
     "SUCCESS_URL": "members:payment_success",
     "FAILURE_URL": "members:payment_failure",

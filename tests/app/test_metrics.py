@@ -342,9 +342,9 @@ def check_ids() -> list[str]:
 @pytest.mark.parametrize(
     ("changes", "expected"),
     [
-        ({"METRICS": "yes"}, "paycollect.E013"),
-        ({"METRICS": 1}, "paycollect.E013"),
-        ({"METRICS_TOKENS": "one-token-not-in-a-list-0123"}, "paycollect.E015"),
+        ({"METRICS": "maybe"}, "paycollect.E013"),  # "yes", "1": True (tests/app/test_setting_kinds.py)
+        ({"METRICS": 2}, "paycollect.E013"),
+        ({"METRICS_TOKENS": 12345}, "paycollect.E015"),  # one text is one token (test_setting_kinds.py)
         ({"METRICS_TOKENS": [""]}, "paycollect.E015"),
         ({"METRICS_TOKENS": ["short"]}, "paycollect.W008"),
     ],
