@@ -5,7 +5,7 @@ Nothing read here is trusted. What names the transaction decides (``transaction_
 one, or two keys naming different transactions, and the message names nothing usable. Every other field is a
 hint: a malformed one is read as if not sent and named in ``hint_errors`` (in the active language, as DRF's
 own messages are), never a reason to refuse a callback or to lose a customer's return. Verification fetches
-the transaction. The plain shapes of a callback body have a faster reading, same results (:mod:`.fastpath`).
+the transaction.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import ipaddress
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import unquote
@@ -35,7 +35,6 @@ from ..models.fields import json_safe
 from ..secrecy import our_secrets, scrub, scrub_json_field
 from ..serializers import error_messages
 from ..services.callback_ledger import store_callback, store_invalid_callback
-from .fastpath import fast_callback_claims
 from .parsing import CALLBACK_FIELDS, CallbackBodySerializer
 
 logger = logging.getLogger("django_paycollect.callbacks")
@@ -105,18 +104,11 @@ def redact_callback_path(path: str) -> str:
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-#: Addresses recently read. A sender calls from a few addresses, and reading one (``ipaddress``) was a
-#: tenth of a callback's own CPU; the cache is bounded, as the texts come from a header.
-PARSED_IPS_KEPT = 256
-
-
-@lru_cache(maxsize=PARSED_IPS_KEPT)
 def parse_ip(text: str) -> IPAddress | None:
     """An address as proxies write it: ``1.2.3.4``, ``1.2.3.4:5678``, ``2001:db8::1``, ``[2001:db8::1]:443``.
 
     Ports and IPv6 zone ids are dropped; IPv4-mapped IPv6 (``::ffff:1.2.3.4``) becomes IPv4.
-    Anything else (``unknown``, obfuscated ``_hidden`` identifiers) is None. Cached: the same text is read
-    once (addresses are immutable).
+    Anything else (``unknown``, obfuscated ``_hidden`` identifiers) is None.
     """
     text = text.strip().strip('"').strip()
     if text.startswith("["):
@@ -187,8 +179,7 @@ def _clean_text(text: str) -> str:
 # --- storing a callback ----------------------------------------------------------------------------
 
 
-#: The answer to every callback stored (new or a redelivery): one object, so the view answers it with bytes
-#: written once. Not to be changed.
+#: The answer to every callback stored (new or a redelivery). Not to be changed.
 RECEIVED: Mapping[str, Any] = MappingProxyType({"received": True})
 
 
@@ -265,17 +256,11 @@ def _read_and_parse(request: HttpRequest, secrets: Sequence[str]) -> tuple[str, 
         raise _Refused(400, "the body holds a NUL character or a lone surrogate escape", body=text)
 
     secret_problem, document, text = _check_secret(document, text)
-    # The plain shapes have a faster reading with the parser's results (.fastpath); anything else, and every
-    # refusal, is the parser's.
-    fast = fast_callback_claims(document)
-    data: Mapping[str, Any] | None
-    if fast is not None:
-        (data, hints), errors = fast, None
-    else:
-        serializer = CallbackBodySerializer(data=document)
-        valid = serializer.is_valid()
-        data, hints = (serializer.validated_data if valid else None), serializer.hint_errors
-        errors = None if valid else serializer.errors
+    serializer = CallbackBodySerializer(data=document)
+    valid = serializer.is_valid()
+    data: Mapping[str, Any] | None = serializer.validated_data if valid else None
+    hints = serializer.hint_errors
+    errors = None if valid else serializer.errors
     claims = scrub(_claims(data, document, hints), secrets) if data is not None else {}
     if secret_problem:
         # The claims are kept (when well formed) so the admin shows what the forgery pretended.

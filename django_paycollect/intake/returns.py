@@ -15,8 +15,9 @@ from ..conf import paycollect_settings
 from ..exceptions import NotFound
 from ..ids import canonical_uuid
 from ..models import ReceivedCallback, Transaction
-from ..services.callback_insert import take_fetch_turn
 from ..services.callback_ledger import community_of
+from ..services.common import primary
+from ..services.upserts import take_fetch_turn
 
 logger = logging.getLogger("django_paycollect.returns")
 
@@ -49,13 +50,14 @@ def verified_status(uuid: str) -> str:
     * A uuid the service does not know stays PENDING too: that is no evidence that nothing was charged.
     """
     uuid = canonical_uuid(uuid)
-    txn = Transaction.objects.filter(uuid=uuid).first()
+    txn = primary(Transaction).filter(uuid=uuid).first()
     if txn is not None and txn.status not in (*Transaction.OPEN_STATUSES, Transaction.FAILED):
         return public_status(txn)  # SUCCESSFUL never moves again (nor does a payment without a uuid)
     heard_of = None
     if txn is None:
         heard_of = (
-            ReceivedCallback.objects.filter(transaction_uuid=uuid)
+            primary(ReceivedCallback)
+            .filter(transaction_uuid=uuid)
             .exclude(state=ReceivedCallback.INVALID)
             .only("merchant_id")
             .first()
@@ -94,8 +96,8 @@ def uuid_for_service_id(service_id: int) -> str | None:
     stored, never trusted further: the status still comes from a fetch, and an id we did not store is
     not looked up at the service.
     """
-    found = Transaction.objects.filter(service_id=service_id, uuid__isnull=False).values_list(
-        "uuid", flat=True
+    found = (
+        primary(Transaction).filter(service_id=service_id, uuid__isnull=False).values_list("uuid", flat=True)
     )
     uuids = list(found[:2])
     return uuids[0] if len(uuids) == 1 else None

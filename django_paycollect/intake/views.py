@@ -8,13 +8,11 @@ back with something else, and no database transaction stays open across a call t
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse, QueryDict
 from django.shortcuts import render, resolve_url
@@ -35,10 +33,6 @@ POLL_MS = 1500
 MAX_WAIT_SECONDS = 120
 REFRESH_SECONDS = 3
 MAX_REFRESHES = MAX_WAIT_SECONDS // REFRESH_SECONDS
-
-
-#: The answer to a callback stored: the bytes JsonResponse writes for ``receive.RECEIVED``, written once.
-_RECEIVED_BODY = json.dumps(dict(receive.RECEIVED), cls=DjangoJSONEncoder).encode()
 
 
 def _unlogged(response: HttpResponse) -> HttpResponse:
@@ -72,11 +66,6 @@ def callback(request: HttpRequest, token: str) -> HttpResponse:
         # The database is down or worse: 503 asks the sender to try again (nothing was stored).
         logger.exception("a callback could not be stored")
         return _unlogged(JsonResponse({"received": False, "error": "not stored; try again"}, status=503))
-    if received.answer is receive.RECEIVED:
-        # Every stored callback gets the same answer: its bytes are written once, not encoded per request.
-        return _unlogged(
-            HttpResponse(_RECEIVED_BODY, content_type="application/json", status=received.status)
-        )
     return _unlogged(JsonResponse(dict(received.answer), status=received.status))
 
 

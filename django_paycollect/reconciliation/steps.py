@@ -23,6 +23,7 @@ from .. import services
 from ..conf import paycollect_settings
 from ..exceptions import PayCollectConfigurationError, ServiceLayerError, describe_error
 from ..models import ApiCall, DirectOrder, HousekeepingRun, RecurringSeries, Refund, Transaction
+from ..services.common import primary
 from ..services.config import cached_communities
 from ..services.housekeeping import record_run
 from .report import Finding, Progress, ProgressCallback, Summary
@@ -43,7 +44,7 @@ COMMUNITY_REVIEW_DAYS = 7
 def _chunked(queryset: models.QuerySet[Any], *related: str) -> tuple[int, Iterator[Any]]:
     """The matching rows' count, and the rows read a chunk of primary keys at a time (no long cursor)."""
     pks = list(queryset.order_by("pk").values_list("pk", flat=True))
-    manager = queryset.model._default_manager
+    manager = primary(queryset.model)
 
     def rows() -> Iterator[Any]:
         for start in range(0, len(pks), _CHUNK):
@@ -206,7 +207,7 @@ class AbandonUnknownStarts(Step):
     phase, kind = "unknown starts", "transaction"
 
     def select(self, run: Run) -> models.QuerySet[Transaction]:
-        return Transaction.objects.filter(
+        return primary(Transaction).filter(
             run.scope,
             status=Transaction.NEW,
             uuid__isnull=True,
@@ -238,7 +239,7 @@ class FetchOpenTransactions(Step):
 
     def select(self, run: Run) -> models.QuerySet[Transaction]:
         stale_cutoff = run.now - max(run.older_than, STALE_OPEN_INTERVAL)
-        selected = Transaction.objects.filter(
+        selected = primary(Transaction).filter(
             run.scope,
             open_at_the_service(),
             Q(last_synced_at__isnull=True)
@@ -273,13 +274,17 @@ class SettleCancellations(Step):
     phase, kind = "cancellations", "series"
 
     def select(self, run: Run) -> models.QuerySet[RecurringSeries]:
-        recent_cancel = ApiCall.objects.filter(
+        recent_cancel = primary(ApiCall).filter(
             series=OuterRef("pk"), operation="cancel_recurring", created_at__gte=run.cutoff
         )
-        return RecurringSeries.objects.filter(
-            run.scope,
-            cancel_state__in=(RecurringSeries.CANCEL_UNKNOWN, RecurringSeries.CANCEL_PENDING),
-        ).exclude(Exists(recent_cancel))  # too recent: the service may still be acting on it
+        return (
+            primary(RecurringSeries)
+            .filter(
+                run.scope,
+                cancel_state__in=(RecurringSeries.CANCEL_UNKNOWN, RecurringSeries.CANCEL_PENDING),
+            )
+            .exclude(Exists(recent_cancel))
+        )  # too recent: the service may still be acting on it
 
     def label(self, item: RecurringSeries) -> str:
         return item.parent_uuid
@@ -311,7 +316,7 @@ class ReviewRefunds(Step):
     phase, kind, related = "refunds", "refund", ("transaction",)
 
     def select(self, run: Run) -> models.QuerySet[Refund]:
-        return Refund.objects.filter(
+        return primary(Refund).filter(
             Q(state=Refund.UNKNOWN) | Q(state=Refund.PENDING, created_at__lt=run.cutoff),
             Q(transaction__community_id=run.community_id) if run.community_id else Q(),
         )
@@ -335,7 +340,7 @@ class ReviewCaptures(Step):
     phase, kind = "captures", "capture"
 
     def select(self, run: Run) -> models.QuerySet[Transaction]:
-        return Transaction.objects.filter(
+        return primary(Transaction).filter(
             run.scope,
             Q(capture_state=Transaction.CAPTURE_UNKNOWN)
             | Q(capture_state=Transaction.CAPTURE_PENDING, updated_at__lt=run.cutoff),
@@ -358,7 +363,7 @@ class ReviewDirectOrders(Step):
     phase, kind = "direct orders", "direct_order"
 
     def select(self, run: Run) -> models.QuerySet[DirectOrder]:
-        return DirectOrder.objects.filter(
+        return primary(DirectOrder).filter(
             run.scope, Q(state=DirectOrder.UNKNOWN) | Q(state=DirectOrder.NEW, created_at__lt=run.cutoff)
         )
 
@@ -381,7 +386,7 @@ class ReviewCommunityCreations(Step):
     phase, kind = "community creations", "api_call"
 
     def select(self, run: Run) -> models.QuerySet[ApiCall]:
-        return ApiCall.objects.filter(
+        return primary(ApiCall).filter(
             run.scope,
             operation="create_community",
             outcome_unknown=True,
@@ -406,11 +411,15 @@ class CountMissedCharges(Step):
     phase, kind = "recurring series", "series"
 
     def select(self, run: Run) -> models.QuerySet[RecurringSeries]:
-        return RecurringSeries.objects.filter(
-            run.scope,
-            Q(last_synced_at__isnull=True) | Q(last_synced_at__lt=run.cutoff),
-            active=True,
-        ).exclude(cancel_state=RecurringSeries.CANCEL_DONE)
+        return (
+            primary(RecurringSeries)
+            .filter(
+                run.scope,
+                Q(last_synced_at__isnull=True) | Q(last_synced_at__lt=run.cutoff),
+                active=True,
+            )
+            .exclude(cancel_state=RecurringSeries.CANCEL_DONE)
+        )
 
     def label(self, item: RecurringSeries) -> str:
         return item.parent_uuid
@@ -478,7 +487,7 @@ def _fetch_open(run: Run, step: FetchOpenTransactions, fan_out: Callable[[list[i
     ``fan_out``, handed out in chunks of that size to other workers."""
     selected = step.select(run)
     if give_up_after() is not None:
-        run.summary.given_up = Transaction.objects.filter(run.scope, given_up(run.now)).count()
+        run.summary.given_up = primary(Transaction).filter(run.scope, given_up(run.now)).count()
     total, rows = _chunked(selected)
     if fan_out is not None and total > CHUNK_SIZE:
         pks = list(selected.order_by("pk").values_list("pk", flat=True))
@@ -495,7 +504,7 @@ def reconcile_chunk(pks: list[int], progress: ProgressCallback | None = None) ->
     ``fan_out``), ``RECONCILE_CONCURRENCY`` at a time."""
     summary = Summary(community_id=None, older_than=timedelta(0))
     run = Run(summary, progress, None, timedelta(0))
-    still_open = Transaction.objects.filter(open_at_the_service(), pk__in=pks)
+    still_open = primary(Transaction).filter(open_at_the_service(), pk__in=pks)
     with cached_communities():
         run.each(FetchOpenTransactions(), *_chunked(still_open), workers=concurrency())
     summary.finished_at = timezone.now()

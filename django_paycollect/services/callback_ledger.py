@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django import db
-from django.db import router, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -35,12 +34,11 @@ from ..exceptions import NotFound, ServiceUnavailable, describe_error
 from ..ids import canonical_uuid
 from ..models import Community, DirectOrder, FetchMark, HousekeepingRun, ReceivedCallback, Transaction
 from ..secrecy import scrub_error
-from .callback_insert import insert_callback, take_fetch_turn, update_callback
 from .calls import current_task_id
-from .common import commit_unflushed
+from .common import atomic, primary
 from .housekeeping import record_run
-from .rows import read_row
-from .sync import sync_stored
+from .sync import apply_fetched, fetch_transaction, record_fetch_alone
+from .upserts import insert_callback, take_fetch_turn
 
 logger = logging.getLogger("django_paycollect.callbacks")
 
@@ -73,21 +71,21 @@ class StoredCallback:
 
 def store_invalid_callback(reason: str, **fields: Any) -> ReceivedCallback:
     """Store a callback refused by intake (state *invalid*, with the reason): final, never verified."""
-    return ReceivedCallback.objects.create(state=ReceivedCallback.INVALID, invalid_reason=reason, **fields)
+    return primary(ReceivedCallback).create(state=ReceivedCallback.INVALID, invalid_reason=reason, **fields)
 
 
 def store_callback(**fields: Any) -> StoredCallback:
     """Store a well-formed callback (its claims, body and headers as ``fields``), queued for verification.
 
-    A new callback costs one INSERT, written once (:func:`~.callback_insert.insert_callback`); a redelivery
-    three queries (the INSERT, which the unique ``dedupe_key`` turns into nothing inserted, the original's
-    lookup, the duplicate's INSERT), plus one when it has the original verified again (see
-    :func:`_verify_again`). No database error either way: a redelivery flood leaves the database's log quiet.
+    A new callback costs one INSERT (:func:`~.upserts.insert_callback`); a redelivery three queries (the
+    INSERT, which the unique ``dedupe_key`` turns into nothing inserted, the original's lookup, the
+    duplicate's INSERT), plus one when it has the original verified again (see :func:`_verify_again`). No
+    database error either way: a redelivery flood leaves the database's log quiet.
     """
     key = dedupe_key(fields["transaction_uuid"], fields["claimed_status"])
     for _attempt in range(2):
         now = timezone.now()
-        pk = insert_callback(
+        callback = ReceivedCallback(
             state=ReceivedCallback.QUEUED,
             dedupe_key=key,
             received_at=now,
@@ -95,20 +93,22 @@ def store_callback(**fields: Any) -> StoredCallback:
             next_attempt_at=now,
             **fields,
         )
-        if pk is not None:
+        if insert_callback(callback):
+            pk = callback.pk
             logger.info(
                 "callback #%s stored for %s (claims %s)", pk, key.split("|")[0], fields["claimed_status"]
             )
             return StoredCallback(pk, pk)
         original = (
-            ReceivedCallback.objects.filter(dedupe_key=key)
+            primary(ReceivedCallback)
+            .filter(dedupe_key=key)
             .select_related("transaction")
             .only("pk", "state", "claimed_status", "transaction_uuid", "transaction__status")
             .first()
         )
         if original is None:
             continue  # pruned a moment ago: this one is the first again
-        duplicate = ReceivedCallback.objects.create(
+        duplicate = primary(ReceivedCallback).create(
             state=ReceivedCallback.DUPLICATE,
             duplicate_of=original,
             outcome=f"redelivery of callback #{original.pk}",
@@ -156,7 +156,7 @@ def requeue_callback(
     changes: dict[str, Any] = {"state": ReceivedCallback.QUEUED, "next_attempt_at": now}
     if fresh:
         changes["queued_at"] = now
-    claimed = ReceivedCallback.objects.filter(pk=callback_id, state__in=states).update(**changes)
+    claimed = primary(ReceivedCallback).filter(pk=callback_id, state__in=states).update(**changes)
     return bool(claimed)
 
 
@@ -167,7 +167,7 @@ def callback_not_queued(callback_ids: int | Collection[int], error: BaseExceptio
     ids = [callback_ids] if isinstance(callback_ids, int) else list(callback_ids)
     now = timezone.now()
     reason = scrub_error(f"{type(error).__name__}: {error}")
-    ReceivedCallback.objects.filter(pk__in=ids, state=ReceivedCallback.QUEUED).update(
+    primary(ReceivedCallback).filter(pk__in=ids, state=ReceivedCallback.QUEUED).update(
         state=ReceivedCallback.RECEIVED,
         next_attempt_at=now,
         error=f"could not be queued for verification at {now:%Y-%m-%d %H:%M:%S} UTC ({reason[:300]}); "
@@ -192,7 +192,7 @@ def reprocess_callback(callback_id: int, *, afresh: bool = True, here: bool = Fa
         return run_verification(callback_id, force=afresh, may_retry=False).state
     except Exception as exc:  # the database, gone mid-way: recorded if it can be
         callback_failed(callback_id, exc, traceback.format_exc())
-        return ReceivedCallback.objects.values_list("state", flat=True).get(pk=callback_id)
+        return primary(ReceivedCallback).values_list("state", flat=True).get(pk=callback_id)
 
 
 # --- the sweep: nothing stays unverified because a message was lost ----------------------------------
@@ -240,15 +240,18 @@ def claim_stuck_callbacks(limit: int = SWEEP_BATCH) -> Sweep:
     now = timezone.now()
     due = Coalesce("next_attempt_at", "received_at")
     rows = list(
-        ReceivedCallback.objects.filter(stuck_filter(now))
+        primary(ReceivedCallback)
+        .filter(stuck_filter(now))
         .annotate(due=due)
         .order_by("due", "pk")
         .values_list("pk", "due")[:limit]
     )
     result = Sweep()
     for pk, due_at in rows:
-        claimed = ReceivedCallback.objects.filter(stuck_filter(now), pk=pk).update(
-            state=ReceivedCallback.QUEUED, next_attempt_at=timezone.now()
+        claimed = (
+            primary(ReceivedCallback)
+            .filter(stuck_filter(now), pk=pk)
+            .update(state=ReceivedCallback.QUEUED, next_attempt_at=timezone.now())
         )
         if claimed:
             result.requeued.append(pk)
@@ -291,7 +294,7 @@ def run_verification(callback_id: int, *, force: bool = False, may_retry: bool =
         callback_waiting(callback_id, deferred.seconds, outcome=f"waiting: {deferred}"[:500])
         return Verification(ReceivedCallback.QUEUED, retry_in=deferred.seconds)
     except ServiceUnavailable as exc:
-        attempts = ReceivedCallback.objects.values_list("attempts", flat=True).get(pk=callback_id)
+        attempts = primary(ReceivedCallback).values_list("attempts", flat=True).get(pk=callback_id)
         if may_retry and attempts <= len(CALLBACK_RETRY_DELAYS):
             delay = CALLBACK_RETRY_DELAYS[max(attempts, 1) - 1]
             callback_waiting(
@@ -343,21 +346,34 @@ def callback_fetch_interval() -> dt.timedelta:
 _DEFER_MARGIN = 0.25
 
 
-def _claim_fetch(callback_id: int, uuid: str, asked: dt.datetime, *, force: bool) -> dt.datetime:
-    """Take the right to fetch ``uuid`` now (at most once per interval, across processes); returns when
-    it was taken. Raises :class:`FetchDeferred` when another verification took it less than an interval
-    ago (unless ``force``: a person asked), and :class:`~django_paycollect.exceptions.NotFound` when a
-    fetch sent after ``asked`` found that the service does not know the uuid.
+def claim_fetch(callback: ReceivedCallback, asked: dt.datetime, *, force: bool) -> dt.datetime:
+    """Step 1 of a verification: take the right to fetch the callback's uuid now (at most once per interval,
+    across processes) and count the attempt, in one commit before the fetch, so other processes see the
+    claim (inside a caller's atomic block, both commit with it). Returns when the right was taken. Raises
+    :class:`FetchDeferred` when another verification took it less than an interval ago (unless ``force``: a
+    person asked), and :class:`~django_paycollect.exceptions.NotFound` when a fetch sent after ``asked``
+    found that the service does not know the uuid.
 
-    One statement when the right is taken (:func:`~.callback_insert.take_fetch_turn`); one more, reading
-    the mark, when it is not. A claim that another verification holds is no database error."""
+    One statement when the right is taken (:func:`~.upserts.take_fetch_turn`); one more, reading the mark,
+    when it is not. A claim that another verification holds is no database error."""
+    task_id = current_task_id.get()
+    with atomic(ReceivedCallback):
+        taken = _take_turn(callback.pk, callback.transaction_uuid, asked, force=force)
+        counted = {"task_id": task_id} if task_id else {}
+        primary(ReceivedCallback).filter(pk=callback.pk).update(attempts=F("attempts") + 1, **counted)
+    callback.attempts += 1
+    callback.task_id = task_id or callback.task_id
+    return taken
+
+
+def _take_turn(callback_id: int, uuid: str, asked: dt.datetime, *, force: bool) -> dt.datetime:
     while True:
         interval = callback_fetch_interval()
         taken = take_fetch_turn(uuid, None if force else interval.total_seconds(), asked=asked)
         if taken is not None:
             return taken
         now = timezone.now()
-        mark = FetchMark.objects.filter(uuid=uuid).values_list("claimed_at", "not_found_at").first()
+        mark = primary(FetchMark).filter(uuid=uuid).values_list("claimed_at", "not_found_at").first()
         if mark is None:  # pruned a moment ago: the next claim inserts it again
             continue
         claimed_at, not_found_at = mark
@@ -373,7 +389,7 @@ def _claim_fetch(callback_id: int, uuid: str, asked: dt.datetime, *, force: bool
 
 def callback_fetch_due(uuid: str) -> bool:
     """Whether a callback may fetch ``uuid`` now: nobody took the right to in the last interval."""
-    claimed_at = FetchMark.objects.filter(uuid=uuid).values_list("claimed_at", flat=True).first()
+    claimed_at = primary(FetchMark).filter(uuid=uuid).values_list("claimed_at", flat=True).first()
     return claimed_at is None or claimed_at <= timezone.now() - callback_fetch_interval()
 
 
@@ -395,8 +411,8 @@ def verify_callback(callback_id: int, *, force: bool = False) -> ReceivedCallbac
     interval.
     """
     # Read without a lock: a lock would end with its transaction, before anything below. A run that
-    # finishes first is left as it recorded by the guarded write of _verified.
-    callback = read_row(ReceivedCallback, "id", callback_id)
+    # finishes first is left as it recorded by the guarded write of mark_verified.
+    callback = primary(ReceivedCallback).filter(pk=callback_id).first()
     if callback is None:
         raise ReceivedCallback.DoesNotExist(f"no stored callback #{callback_id}")
     if callback.state in (
@@ -408,44 +424,33 @@ def verify_callback(callback_id: int, *, force: bool = False) -> ReceivedCallbac
 
     uuid = callback.transaction_uuid
     asked = callback.queued_at or callback.received_at
-    known = read_row(Transaction, "uuid", uuid) if uuid else None
+    known = primary(Transaction).filter(uuid=uuid).first() if uuid else None
     if known is not None and known.fetch_sent_at is not None and known.fetch_sent_at >= asked:
         # Fetched after this callback was queued: what the service said then answers it too.
         when = f"{known.fetch_sent_at:%Y-%m-%d %H:%M:%S}"
-        return _verified(callback, known, f"answered by the fetch sent at {when} (not fetched again)")
+        return mark_verified(callback, known, f"answered by the fetch sent at {when} (not fetched again)")
 
-    task_id = current_task_id.get()
-    # The claim and the attempt it counts: one commit, before the fetch, so other processes see the claim.
-    # Not waiting for the disk: a crash that took it back would cost one more fetch, a read, and leave
-    # the callback queued as it was; what the fetch finds is committed durably below.
-    using = router.db_for_write(FetchMark)
-    with transaction.atomic(using=using):
-        commit_unflushed(using)
-        sent_at = _claim_fetch(callback_id, uuid, asked, force=force)
-        update_callback(callback_id, count_attempt=True, **({"task_id": task_id} if task_id else {}))
-    callback.attempts += 1
-    callback.task_id = task_id or callback.task_id
+    sent_at = claim_fetch(callback, asked, force=force)
     community_id = known.community_id if known is not None else community_of(callback.merchant_id)
     try:
-        # known: looked up above. The callback is marked verified in the transaction that records the
-        # fetch and applies it: one commit.
-        sync_stored(
-            known,
-            uuid,
-            community_id=community_id,
-            source="callback",
-            then=lambda applied: _verified(callback, applied),
-        )
+        fetch = fetch_transaction(uuid, community_id, known)
     except NotFound:
-        FetchMark.objects.filter(uuid=uuid).filter(
+        primary(FetchMark).filter(uuid=uuid).filter(
             Q(not_found_at__isnull=True) | Q(not_found_at__lt=sent_at)
         ).update(not_found_at=sent_at)
+        raise
+    try:
+        # The callback is marked verified in the transaction that records the fetch and applies it.
+        apply_fetched(known, fetch, "callback", then=lambda applied: mark_verified(callback, applied))
+    except BaseException:
+        record_fetch_alone(fetch, known)
         raise
     return callback
 
 
-def _verified(callback: ReceivedCallback, txn: Transaction, answered: str = "") -> ReceivedCallback:
-    """Record what verification found (one conditional UPDATE) and return the callback as recorded."""
+def mark_verified(callback: ReceivedCallback, txn: Transaction, answered: str = "") -> ReceivedCallback:
+    """The last step of a verification: record what it found (one conditional UPDATE: a run that finished
+    first is left as it recorded) and return the callback as recorded."""
     # An API payment's payment_id names the API payment, never a direct order: no lookup for it.
     if callback.payment_id and txn.direct_order_id is None and txn.payment_for != "API_PAYMENT":
         _link_direct_order(txn, callback.payment_id)
@@ -471,7 +476,7 @@ def _verified(callback: ReceivedCallback, txn: Transaction, answered: str = "") 
         "traceback": "",
     }
     # One conditional UPDATE: a concurrent run that finished first is left as it recorded.
-    update_callback(callback.pk, unless_state=ReceivedCallback.PROCESSED, **done)
+    primary(ReceivedCallback).filter(pk=callback.pk).exclude(state=ReceivedCallback.PROCESSED).update(**done)
     for name, value in done.items():
         setattr(callback, name, value)
     return callback
@@ -479,7 +484,7 @@ def _verified(callback: ReceivedCallback, txn: Transaction, answered: str = "") 
 
 def callback_failed(callback_id: int, error: BaseException, traceback_text: str = "") -> None:
     """Record that a callback could not be verified (shown in the admin; reprocessable)."""
-    ReceivedCallback.objects.filter(pk=callback_id).exclude(state=ReceivedCallback.PROCESSED).update(
+    primary(ReceivedCallback).filter(pk=callback_id).exclude(state=ReceivedCallback.PROCESSED).update(
         state=ReceivedCallback.FAILED,
         next_attempt_at=None,
         error=scrub_error(describe_error(error))[:2000],
@@ -497,7 +502,7 @@ def callback_waiting(callback_id: int, seconds: float, *, error: str = "", outco
         changes["error"] = scrub_error(error)[:2000]
     if outcome:
         changes["outcome"] = outcome[:2000]
-    ReceivedCallback.objects.filter(pk=callback_id, state__in=ReceivedCallback.WAITING_STATES).update(
+    primary(ReceivedCallback).filter(pk=callback_id, state__in=ReceivedCallback.WAITING_STATES).update(
         **changes
     )
 
@@ -505,7 +510,8 @@ def callback_waiting(callback_id: int, seconds: float, *, error: str = "", outco
 def community_of(claimed: str) -> str | None:
     """The claimed community when we know it (settings or a row); otherwise the default one."""
     if claimed and (
-        claimed == paycollect_settings.COMMUNITY_ID or Community.objects.filter(community_id=claimed).exists()
+        claimed == paycollect_settings.COMMUNITY_ID
+        or primary(Community).filter(community_id=claimed).exists()
     ):
         return claimed
     return None
@@ -515,8 +521,10 @@ def _link_direct_order(txn: Transaction, payment_id: str) -> None:
     # Only the callback says which order a payment belongs to (the fetched transaction does not);
     # the transaction itself is verified, and how the service totals discount and VAT is not shown,
     # so the link is recorded without an amount rule of our own.
-    order = DirectOrder.objects.filter(payment_id=payment_id, community_id=txn.community_id).first()
-    if order is None:
+    order = primary(DirectOrder).filter(payment_id=payment_id, community_id=txn.community_id).first()
+    if order is None or txn.direct_order_id is not None:
         return
-    Transaction.objects.filter(pk=txn.pk, direct_order__isnull=True).update(direct_order=order)
+    # Through save(), as every write of a transaction: a project's receivers hear of the link too. In the
+    # transaction that applied the fetch, where the row is locked (sync.apply_fetched).
     txn.direct_order = order
+    txn.save(update_fields=["direct_order", "updated_at"])

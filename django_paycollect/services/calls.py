@@ -9,7 +9,6 @@ from functools import partial
 from typing import Any, Generic, TypeVar
 
 from django.core.exceptions import NON_FIELD_ERRORS
-from django.db import transaction
 from django.db.models import Model, Q
 
 from ..client import (
@@ -40,9 +39,8 @@ from ..models import ApiCall
 from ..models.fields import json_safe
 from ..problem_messages import service_field_errors
 from ..secrecy import mask_personal_data, our_secrets, scrub
-from .common import require_autocommit
+from .common import atomic, primary, require_autocommit
 from .config import CommunityConfig, get_client
-from .rows import insert_row
 
 C = TypeVar("C")
 R = TypeVar("R")
@@ -102,7 +100,7 @@ def _record(
         **{name: obj for name, obj in (links or {}).items()},
     )
     if save:
-        insert_row(row)
+        row.save()
     return row
 
 
@@ -242,12 +240,12 @@ def guarded_write(
     raised (:func:`contract_error`) with the row as ``record``.
     """
     require_autocommit(operation)
-    with transaction.atomic():
+    with atomic():
         claimed = claim()
         community = config(claimed)
     client = get_client(community)
     sent = _invoke(operation, community, lambda: send(client, claimed), links=links(claimed))
-    with transaction.atomic():
+    with atomic():
         row = record(claimed, sent)
     if sent.error is not None and not sent.unknown:
         raise contract_error(sent.error, record=row, operation=operation, config=community) from sent.error
@@ -268,6 +266,6 @@ def sent_by_task(task_id: str) -> ApiCall | None:
     """
     if not task_id:
         return None
-    calls = ApiCall.objects.filter(task_id=task_id, operation__in=STATE_CHANGING)
+    calls = primary(ApiCall).filter(task_id=task_id, operation__in=STATE_CHANGING)
     # Succeeded or of unknown outcome; a refusal, or a request that never left, did nothing there.
     return calls.filter(Q(error_class="") | Q(outcome_unknown=True)).order_by("pk").first()

@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, TypeVar
 
 from django.db import router, transaction
-from django.db.models import Model
+from django.db.models import Manager, Model
 from rest_framework import serializers as drf_serializers
 
 from ..client import (
@@ -41,8 +41,27 @@ def recorded_user(user: Any) -> Any:
     return user if getattr(user, "pk", None) else None
 
 
+def write_alias(model: type[Model] = Transaction) -> str:
+    """The database the project's router gives for writing ``model``: every atomic block, lock and decision
+    read of the service layer uses it, so nothing is decided on a replica that lags (check
+    ``paycollect.E021`` holds that the app's models share one)."""
+    return router.db_for_write(model)
+
+
+def primary(model: type[M]) -> Manager[M]:
+    """``model``'s default manager on its write database (:func:`write_alias`): for every read a decision
+    is made on. Pages and reports read through the plain manager, which the router may send to a replica."""
+    return model._default_manager.db_manager(write_alias(model))
+
+
+def atomic(model: type[Model] = Transaction) -> transaction.Atomic:
+    """``transaction.atomic`` on ``model``'s write database (not the default alias, where a project's router
+    may not put the app's models)."""
+    return transaction.atomic(using=write_alias(model))
+
+
 def require_autocommit(operation: str) -> None:
-    if transaction.get_connection(router.db_for_write(Transaction)).in_atomic_block:
+    if transaction.get_connection(write_alias()).in_atomic_block:
         raise ServiceUsageError(
             f"{operation} changes money at the service and must not run inside transaction.atomic "
             "(a rollback would forget what the service did). Call it from a view marked "
@@ -56,38 +75,29 @@ def send_after_commit(signal: Any, *, sender: type[Model] = Transaction, **kwarg
             if isinstance(result, Exception):
                 logger.error("receiver %r of a paycollect signal failed", receiver, exc_info=result)
 
-    transaction.on_commit(send)
+    # After the commit of the database the change was written to: on another alias it would be sent at once.
+    transaction.on_commit(send, using=write_alias(sender))
 
 
 def savepoint_if_atomic(model: type[Model]) -> AbstractContextManager[Any]:
     """For an INSERT that may meet a unique violation: outside atomic it commits alone and the violation
     harms nothing; inside an outer atomic block a savepoint keeps that block usable after it."""
-    connection = transaction.get_connection(router.db_for_write(model))
-    return transaction.atomic() if connection.in_atomic_block else nullcontext()
-
-
-def commit_unflushed(using: str) -> None:
-    """Let the enclosing transaction commit without waiting for its write-ahead log to reach the disk.
-
-    Only for what a crash may take back harmlessly: the commit is visible to every session at once, and
-    at most the last fraction of a second of such commits is lost when PostgreSQL itself crashes (its
-    ``synchronous_commit``, set for this transaction alone). Money data never goes this way. Other
-    databases commit as they always do.
-    """
-    connection = transaction.get_connection(using)
-    if connection.vendor == "postgresql" and connection.in_atomic_block:
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+    using = write_alias(model)
+    return (
+        transaction.atomic(using=using)
+        if transaction.get_connection(using).in_atomic_block
+        else nullcontext()
+    )
 
 
 def lock_row(model: type[M], pk: int) -> M:
     """The row, locked until the end of the caller's transaction (``select_for_update``)."""
-    return model._default_manager.select_for_update().get(pk=pk)
+    return primary(model).select_for_update().get(pk=pk)
 
 
 @contextmanager
 def row_locked(model: type[M], pk: int) -> Iterator[M]:
-    with transaction.atomic():
+    with atomic(model):
         yield lock_row(model, pk)
 
 

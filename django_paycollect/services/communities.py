@@ -11,7 +11,7 @@ from ..conf import paycollect_settings
 from ..models import ApiCall, StatisticsSnapshot
 from ..models.fields import json_safe
 from .calls import guarded_write, recorded_read
-from .common import require_autocommit
+from .common import primary, require_autocommit
 from .config import community_config, get_client
 
 
@@ -42,7 +42,7 @@ def fetch_statistics(community_id: str | None = None) -> StatisticsSnapshot:
         "dashboard_statistics", config, lambda: client.dashboard_statistics(community_id=config.community_id)
     )
     stats: DashboardStatistics = envelope.result
-    return StatisticsSnapshot.objects.create(
+    return primary(StatisticsSnapshot).create(
         community_id=config.community_id,
         balance=stats.balance,
         total_settled=stats.total_settled,

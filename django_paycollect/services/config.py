@@ -23,7 +23,7 @@ from ..exceptions import (
 from ..models import (
     Community,
 )
-from .rows import read_row
+from .common import primary
 
 # --- configuration and clients ----------------------------------------------------------
 
@@ -77,7 +77,8 @@ def community_config(community_id: str | None = None) -> CommunityConfig:
 
 
 def _community_config(wanted: str, default_id: str | None) -> CommunityConfig:
-    row = read_row(Community, "community_id", wanted)
+    # The credentials of the database that is written: a community just saved is there, not on a replica.
+    row = primary(Community).filter(community_id=wanted).first()
     if row is not None and row.api_key_encrypted:
         try:
             return CommunityConfig(

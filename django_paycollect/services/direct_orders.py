@@ -16,7 +16,7 @@ from ..models import DirectOrder
 from ..models.fields import json_safe
 from ..serializers import DirectOrderSerializer
 from .calls import Sent, guarded_write
-from .common import lock_row, recorded_user, require_autocommit, send_after_commit, validated
+from .common import lock_row, primary, recorded_user, require_autocommit, send_after_commit, validated
 from .config import community_config
 
 
@@ -35,7 +35,7 @@ def create_direct_order(*, user: Any = None, **fields: Any) -> DirectOrder:
     data = validated(DirectOrderSerializer, fields)
     config = community_config(data.pop("community_id"))
     terms = data.pop("recurring")
-    order = DirectOrder.objects.create(
+    order = primary(DirectOrder).create(
         community_id=config.community_id,
         **{name: data[name] for name in DirectOrder.SPEC_FIELDS},
         discount_currency=data["currency"] if data["discount_amount"] is not None else "",

@@ -7,6 +7,7 @@ import datetime as dt
 from django.utils import timezone
 
 from ..models import HousekeepingRun
+from .common import primary
 
 
 def record_run(job: str, at: dt.datetime | None = None) -> None:
@@ -15,7 +16,7 @@ def record_run(job: str, at: dt.datetime | None = None) -> None:
     One statement, whether the job's row exists or not (``INSERT ... ON CONFLICT (job) DO UPDATE``): runs
     that overlap (beat and a command) never meet a unique violation."""
     when = at or timezone.now()
-    HousekeepingRun.objects.bulk_create(
+    primary(HousekeepingRun).bulk_create(
         [HousekeepingRun(job=job, last_run_at=when, watched_since=when)],
         update_conflicts=True,
         unique_fields=["job"],

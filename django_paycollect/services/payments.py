@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.contenttypes.models import ContentType
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.db.models import Model
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
@@ -29,7 +29,17 @@ from ..models import Transaction
 from ..models.fields import json_safe
 from ..serializers import StartPaymentSerializer
 from .calls import Sent, broken_answer, guarded_write, recorded_read
-from .common import lock_row, recorded_user, require_autocommit, row_locked, send_after_commit, validated
+from .common import (
+    atomic,
+    lock_row,
+    primary,
+    recorded_user,
+    require_autocommit,
+    row_locked,
+    send_after_commit,
+    validated,
+    write_alias,
+)
 from .config import community_config, get_client
 from .status import apply_status, set_local_status
 
@@ -115,8 +125,10 @@ def start_payment(
         )
     reference = data["merchant_reference"]
     if reference:
-        existing = Transaction.objects.open().filter(
-            community_id=config.community_id, merchant_reference=reference
+        existing = (
+            Transaction.objects.db_manager(write_alias())
+            .open()
+            .filter(community_id=config.community_id, merchant_reference=reference)
         )
         found = existing.first()
         if found is not None:
@@ -133,8 +145,8 @@ def start_payment(
         )
     billing = data["billing_data"]
     try:
-        with transaction.atomic():
-            txn = Transaction.objects.create(
+        with atomic():
+            txn = primary(Transaction).create(
                 community_id=config.community_id,
                 total_amount=charged,
                 original_amount=original,
@@ -156,7 +168,11 @@ def start_payment(
             )
     except IntegrityError:
         # Another request started the same reference a moment ago: return that one.
-        return Transaction.objects.open().get(community_id=config.community_id, merchant_reference=reference)
+        return (
+            Transaction.objects.db_manager(write_alias())
+            .open()
+            .get(community_id=config.community_id, merchant_reference=reference)
+        )
 
     terms = data["recurring"]
 

@@ -15,7 +15,7 @@ from ..models import (
     Transaction,
 )
 from .calls import Sent, guarded_write
-from .common import lock_row, recorded_user, require_autocommit, row_locked, send_after_commit
+from .common import lock_row, primary, recorded_user, require_autocommit, row_locked, send_after_commit
 from .config import community_config
 from .sync import sync_transaction
 
@@ -70,7 +70,7 @@ def cancel_recurring(series: RecurringSeries, *, user: Any = None) -> RecurringS
 
 def settle_unknown_cancel(series: RecurringSeries) -> RecurringSeries:
     """Learn whether a cancellation of unknown outcome took effect, from the parent's ``recurring.active``."""
-    parent = series.parent_transaction or Transaction.objects.filter(uuid=series.parent_uuid).first()
+    parent = series.parent_transaction or primary(Transaction).filter(uuid=series.parent_uuid).first()
     if parent is None:
         return series
     sync_transaction(parent, source="reconcile")
@@ -95,7 +95,7 @@ def missed_charges(series: RecurringSeries) -> int:
 
     Their uuids arrive only by callback, so they cannot be fetched; the count is for the report.
     """
-    parent = series.parent_transaction or Transaction.objects.filter(uuid=series.parent_uuid).first()
+    parent = series.parent_transaction or primary(Transaction).filter(uuid=series.parent_uuid).first()
     if parent is None:
         return 0
     sync_transaction(parent, source="reconcile")

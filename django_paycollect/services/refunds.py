@@ -26,6 +26,7 @@ from .calls import Sent, guarded_write
 from .common import (
     STALE_IN_FLIGHT,
     lock_row,
+    primary,
     recorded_user,
     require_autocommit,
     row_locked,
@@ -122,7 +123,7 @@ def refund(
             raise refusal.conflict()
         if wanted is not ALL_REFUNDABLE and wanted > refundable:
             raise StateConflict({"amount": [found.refund_limit_message(refundable)]})
-        return Refund.objects.create(
+        return primary(Refund).create(
             transaction=found,
             amount=refundable if wanted is ALL_REFUNDABLE else wanted,
             requested_by=recorded_user(user),
@@ -170,7 +171,7 @@ def resolve_refund(refund: Refund, *, succeeded: bool, user: Any = None) -> Refu
     settled the same way; a younger one may still be waiting for its answer.
     """
     with row_locked(Transaction, refund.transaction_id) as locked:
-        done = Refund.objects.select_for_update().get(pk=refund.pk)
+        done = primary(Refund).select_for_update().get(pk=refund.pk)
         stale = done.state == Refund.PENDING and done.created_at < timezone.now() - STALE_IN_FLIGHT
         if done.state != Refund.UNKNOWN and not stale:
             only = _("Only a refund of unknown outcome or long pending is settled by hand (%(state)s).")

@@ -11,8 +11,7 @@ from ..models import (
     Transaction,
     TransactionStatusChange,
 )
-from .common import send_after_commit
-from .rows import insert_row
+from .common import primary, send_after_commit
 
 logger = logging.getLogger("django_paycollect.services")
 
@@ -30,54 +29,33 @@ _RANK: dict[str, int] = {
 
 
 def apply_status(txn: Transaction, reported: str, *, source: str) -> bool:
-    """Move ``txn`` (locked by the caller) to the status the service reported, if that is forward.
+    """Move ``txn`` (locked by the caller, who saves it) to the status the service reported, if that is
+    forward: the one status change of a fetched transaction (``sync.apply_fetched``) and of a payment's
+    answer.
 
     An unknown status is kept in ``service_status`` and flagged, never applied and never dropped.
     SUCCESSFUL is final: no late or forged message moves it back. FAILED may still become
     SUCCESSFUL, so a late payment after a failed attempt is recorded, not lost.
-    Returns True when the status changed; the signals follow after the commit.
+    Returns True when the status changed: the change's row is stored, and the signals follow after the
+    commit.
     """
-    moved_from = move_status(txn, reported)
-    record_status(txn, moved_from, source=source)
-    return moved_from is not None
-
-
-def move_status(txn: Transaction, reported: str) -> str | None:
-    """:func:`apply_status`'s decision, made on ``txn`` in memory only (``service_status``,
-    ``status_unrecognised``, and for a forward move ``status`` and ``succeeded_at``): the status it moved
-    from, or None. Nothing is recorded or sent: :func:`record_status` does that once the row is written
-    (a sync writes it by an UPDATE guarded by what the decision read, or under the row lock)."""
     txn.service_status = reported
     txn.status_unrecognised = reported not in Transaction.KNOWN_SERVICE_STATUSES
     if txn.status_unrecognised:
-        return None
-    before = txn.status
-    if _RANK[reported] <= _RANK[before]:
-        return None  # same or backward: a late, duplicated or forged message
+        logger.warning("transaction %s: unrecognised status %r kept, not applied", txn.uuid, reported)
+        return False
+    moved_from = txn.status
+    if _RANK[reported] <= _RANK[moved_from]:
+        return False  # same or backward: a late, duplicated or forged message
     txn.status = reported
     if reported == Transaction.SUCCESSFUL:
         txn.succeeded_at = timezone.now()  # the day the money came in, for the dashboard's figures
-    return before
-
-
-def record_status(txn: Transaction, moved_from: str | None, *, source: str) -> None:
-    """What :func:`move_status` decided, once ``txn`` is written: the change's row, its signals queued
-    for after the commit (nothing for no move; an unrecognised status logged)."""
-    if moved_from is None:
-        if txn.status_unrecognised:
-            logger.warning(
-                "transaction %s: unrecognised status %r kept, not applied", txn.uuid, txn.service_status
-            )
-        return
-    reported = txn.status
-    insert_row(
-        TransactionStatusChange(
-            transaction=txn,
-            from_status=moved_from,
-            to_status=reported,
-            service_status=reported,
-            source=source,
-        )
+    primary(TransactionStatusChange).create(
+        transaction=txn,
+        from_status=moved_from,
+        to_status=reported,
+        service_status=reported,
+        source=source,
     )
     send_after_commit(
         signals.transaction_status_changed,
@@ -92,6 +70,7 @@ def record_status(txn: Transaction, moved_from: str | None, *, source: str) -> N
             send_after_commit(signals.recurring_charge_succeeded, transaction=txn, series=txn.series)
     elif reported == Transaction.FAILED:
         send_after_commit(signals.payment_failed, transaction=txn)
+    return True
 
 
 def set_local_status(txn: Transaction, status: str, *, source: str) -> None:
@@ -99,7 +78,7 @@ def set_local_status(txn: Transaction, status: str, *, source: str) -> None:
     if before == status:
         return
     txn.status = status
-    TransactionStatusChange.objects.create(
+    primary(TransactionStatusChange).create(
         transaction=txn, from_status=before, to_status=status, source=source
     )
     send_after_commit(

@@ -20,6 +20,7 @@ from ..models import (
     StatisticsSnapshot,
     Transaction,
 )
+from ..services.common import primary
 from .delivery import (
     READ_TASK,
     WRITE_TASK,
@@ -67,7 +68,7 @@ def sync_transaction(
     community_id: str | None = None,
 ) -> dict[str, Any]:
     """Fetch a transaction (by primary key, or by uuid) and apply what the service says."""
-    known = Transaction.objects.get(pk=transaction_id) if transaction_id is not None else None
+    known = primary(Transaction).get(pk=transaction_id) if transaction_id is not None else None
     txn = read_with_retries(
         self, lambda: services.sync_transaction(known, uuid=uuid, community_id=community_id)
     )
@@ -157,7 +158,7 @@ def capture(self: Any, transaction_id: int, user_id: Any = None) -> dict[str, An
     """Capture a successful transaction."""
 
     def call() -> dict[str, Any]:
-        txn = Transaction.objects.get(pk=transaction_id)
+        txn = primary(Transaction).get(pk=transaction_id)
         return transaction_result(services.capture(txn, user=user_by_id(user_id)))
 
     return write_once(self, call)
@@ -178,7 +179,7 @@ def refund(
 
     def call() -> dict[str, Any]:
         done = services.refund(
-            Transaction.objects.get(pk=transaction_id),
+            primary(Transaction).get(pk=transaction_id),
             amount,
             user=user_by_id(user_id),
             expected_refundable=expected_refundable,
@@ -194,7 +195,7 @@ def cancel_recurring(self: Any, series_id: int, user_id: Any = None) -> dict[str
     """Stop future charges of a recurring series."""
 
     def call() -> dict[str, Any]:
-        series = RecurringSeries.objects.get(pk=series_id)
+        series = primary(RecurringSeries).get(pk=series_id)
         return series_result(services.cancel_recurring(series, user=user_by_id(user_id)))
 
     return write_once(self, call)

@@ -356,33 +356,15 @@ def test_the_client_ip_is_the_rightmost_address_not_a_trusted_proxy(remote, forw
     assert receive.client_ip(meta, nets(*trusted)) == expected
 
 
-def test_an_address_text_is_read_once_however_many_callbacks_bring_it():
-    receive.parse_ip.cache_clear()
-    meta = {"REMOTE_ADDR": "10.0.0.2", "HTTP_X_FORWARDED_FOR": "203.0.113.1"}
-    with mock.patch.object(receive.ipaddress, "ip_address", wraps=ipaddress.ip_address) as read:
-        answers = [receive.client_ip(meta, nets("10.0.0.0/8")) for _ in range(3)]
-    assert answers == ["203.0.113.1"] * 3
-    assert sorted(call.args[0] for call in read.call_args_list) == ["10.0.0.2", "203.0.113.1"]
-    # Bounded: a header full of made-up addresses does not grow it without end.
-    for number in range(2 * receive.PARSED_IPS_KEPT):
-        receive.parse_ip(f"10.9.{number // 256}.{number % 256}")
-    assert receive.parse_ip.cache_info().currsize == receive.PARSED_IPS_KEPT
-
-
 @pytest.mark.django_db
-def test_a_stored_callback_is_answered_with_jsonresponses_bytes_written_once(client, no_worker):
-    from django.http import JsonResponse
-
-    with mock.patch("django_paycollect.intake.views.JsonResponse", side_effect=AssertionError("encoded")):
-        first = post(client, body_for())
-        again = post(client, body_for())  # a redelivery: the same answer
-    expected = JsonResponse({"received": True})
+def test_a_stored_callback_and_a_redelivery_are_answered_alike(client, no_worker):
+    first = post(client, body_for())
+    again = post(client, body_for())  # a redelivery: the same answer
     for response in (first, again):
         assert response.status_code == 200
-        assert response.content == expected.content == b'{"received": true}'
-        assert response["Content-Type"] == expected["Content-Type"]
+        assert response.json() == {"received": True}
+        assert response["Content-Type"] == "application/json"
     assert ReceivedCallback.objects.count() == 2
-    # Any other answer is still written for its request.
     refused = post(client, "not json")
     assert (refused.status_code, refused.json()["received"]) == (400, False)
 

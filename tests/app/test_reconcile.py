@@ -441,6 +441,13 @@ def test_a_sync_reads_the_community_once_per_run_and_writes_only_what_changed(pa
     assert ApiCall.objects.filter(operation="get_transaction", transaction__in=txns).count() == 3
 
 
+def _locks(select: str) -> bool:
+    """Whether a SELECT takes the row lock (SQLite has no FOR UPDATE: its writer holds the whole file)."""
+    from django.db import connection
+
+    return "FOR UPDATE" in select or connection.vendor == "sqlite"
+
+
 def _transaction_statements(captured) -> tuple[list[str], list[str]]:
     """The SELECTs and the UPDATEs of the transactions' table among captured statements."""
     sqls = [q["sql"] for q in captured.captured_queries]
@@ -451,7 +458,7 @@ def _transaction_statements(captured) -> tuple[list[str], list[str]]:
     )
 
 
-def test_a_fetch_that_changes_nothing_reads_no_row_and_writes_only_what_every_fetch_writes(
+def test_a_fetch_that_changes_nothing_locks_the_row_and_writes_only_what_every_fetch_writes(
     paycollect_in_process, pay, signal_log
 ):
     from django.db import connection
@@ -463,8 +470,8 @@ def test_a_fetch_that_changes_nothing_reads_no_row_and_writes_only_what_every_fe
     with CaptureQueriesContext(connection) as captured:
         synced = services.sync_transaction(read, source="reconcile")
 
-    selects, [update] = _transaction_statements(captured)
-    assert selects == []  # no locked re-read: one guarded UPDATE
+    [select], [update] = _transaction_statements(captured)
+    assert _locks(select)
     written = re.findall(r'"(\w+)" = ', update.split(" WHERE ")[0])
     assert written == ["raw", "last_synced_at", "fetch_sent_at", "updated_at"]
     stored = Transaction.objects.get(pk=txn.pk)
@@ -500,9 +507,9 @@ def test_a_row_changed_since_it_was_read_is_applied_under_the_lock(
     with CaptureQueriesContext(connection) as captured:
         synced = services.sync_transaction(read, source="reconcile")
 
-    selects, updates = _transaction_statements(captured)
-    assert len(selects) == 1  # the guarded UPDATE wrote nothing: read again, under the row lock
-    assert len(updates) == 2
+    [select], [_update] = _transaction_statements(captured)
+    assert _locks(select)  # the decision is made on the row as it is, under its lock
+    assert (read.status, read.outcome_unknown) == (synced.status, synced.outcome_unknown)  # left current
     stored = Transaction.objects.get(pk=txn.pk)
     for name, value in expected.items():
         assert getattr(stored, name) == getattr(synced, name) == value, name
@@ -511,11 +518,12 @@ def test_a_row_changed_since_it_was_read_is_applied_under_the_lock(
     assert not TransactionStatusChange.objects.filter(transaction=txn, source="reconcile").exists()
 
 
-def test_a_plain_status_change_is_one_guarded_update_with_its_signals_sent_once(
+def test_a_status_change_is_one_locked_read_and_one_update_with_its_signals_sent_once(
     paycollect_in_process, pay, signal_log
 ):
-    """A payment paid at the service: its status moves by one UPDATE guarded by what was read, no locked
-    re-read; the change recorded, its signals sent once after the commit, ``then=`` called in that commit."""
+    """A payment paid at the service: the row read under its lock, its status moved by the status machine and
+    written by save(); the change recorded, its signals sent once after the commit, ``then=`` called in that
+    commit, and the caller's object left current."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -534,19 +542,14 @@ def test_a_plain_status_change_is_one_guarded_update_with_its_signals_sent_once(
     with CaptureQueriesContext(connection) as captured:
         synced = sync_stored(read, None, community_id=None, source="reconcile", then=then)
 
-    selects, [update] = _transaction_statements(captured)
-    assert selects == []  # no locked re-read: the UPDATE takes the row lock and checks the status read
+    [select], [update] = _transaction_statements(captured)
+    assert _locks(select)
     written = re.findall(r'"(\w+)" = ', update.split(" WHERE ")[0])
-    assert written == [
-        "raw",
-        "last_synced_at",
-        "fetch_sent_at",
-        "updated_at",
-        "service_status",
-        "status",
-        "succeeded_at",
-    ]
-    assert '"status" = ' in update.split(" WHERE ")[1]
+    assert sorted(written) == sorted(
+        ["raw", "last_synced_at", "fetch_sent_at", "updated_at", "service_status", "status", "succeeded_at"]
+    )
+    assert synced is read  # the caller's object, left current
+    assert read.status == Transaction.SUCCESSFUL
     # then= saw the change applied, in the transaction that applies it, before any signal was sent.
     assert seen == [(Transaction.SUCCESSFUL, 2, True, [])]  # NEW to PENDING at the start, then this
     stored = Transaction.objects.get(pk=txn.pk)
@@ -561,55 +564,14 @@ def test_a_plain_status_change_is_one_guarded_update_with_its_signals_sent_once(
         "SUCCESSFUL",
     )
     assert signal_log.names() == ["transaction_status_changed", "payment_succeeded"]
-    assert signal_log.sent[0][1]["transaction"] is synced
+    assert signal_log.sent[0][1]["transaction"].pk == synced.pk
+    assert signal_log.sent[0][1]["transaction"].status == Transaction.SUCCESSFUL
     assert ApiCall.objects.filter(operation="get_transaction", transaction=txn).count() == 1
 
 
-def test_a_status_changed_between_the_read_and_the_write_is_applied_once_under_the_lock(
-    paycollect_in_process, pay, signal_log, monkeypatch
-):
-    """Another verification applies the same change after this sync decided and before it writes: the
-    guarded UPDATE matches nothing, the caller's object is left as it was read, and the locked path finds
-    nothing to change: one status change, one payment_succeeded."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    from django_paycollect.services import sync
-
-    txn = pay("10.00")
-    paycollect_in_process.control.complete(txn.uuid)
-    read = Transaction.objects.get(pk=txn.pk)
-    signal_log.sent.clear()
-    guarded = sync.update_row
-    raced = []
-
-    def meanwhile(model, *args, **kwargs):
-        if model is Transaction and not raced:
-            raced.append(True)
-            services.sync_transaction(Transaction.objects.get(pk=txn.pk), source="callback")
-        return guarded(model, *args, **kwargs)
-
-    monkeypatch.setattr(sync, "update_row", meanwhile)
-    with CaptureQueriesContext(connection) as captured:
-        synced = services.sync_transaction(read, source="reconcile")
-
-    assert read.status == Transaction.PENDING  # put back as read
-    assert read.succeeded_at is None
-    stored = Transaction.objects.get(pk=txn.pk)
-    assert stored.status == synced.status == Transaction.SUCCESSFUL
-    selects, _updates = _transaction_statements(captured)
-    # The fallback: read again under the lock (the other sync's reads were its caller's and its own).
-    assert len(selects) == 2
-    changes = TransactionStatusChange.objects.filter(transaction=txn, to_status=Transaction.SUCCESSFUL)
-    assert [change.source for change in changes] == ["callback"]
-    assert signal_log.count("payment_succeeded") == 1
-    assert signal_log.count("transaction_status_changed") == 1
-    assert ApiCall.objects.filter(operation="get_transaction", transaction=txn).count() == 2
-
-
 def test_a_project_listening_to_the_transactions_saves_hears_of_a_status_change(paycollect_in_process, pay):
-    """The unlocked write does not go through save(): with a pre_save or post_save receiver of Transaction,
-    a fetch that changes the row is applied under the lock and saved, as before."""
+    """Every write of a fetch goes through save(): a project's pre_save or post_save receiver of Transaction
+    hears of it."""
     from django.db.models.signals import post_save
 
     txn = pay("10.00")
@@ -644,8 +606,8 @@ def test_a_fetch_saying_failed_never_moves_a_successful_payment_back(paycollect_
     with CaptureQueriesContext(connection) as captured:
         synced = services.sync_transaction(read, source="reconcile")
 
-    selects, [_update] = _transaction_statements(captured)
-    assert selects == []
+    [select], [_update] = _transaction_statements(captured)
+    assert _locks(select)
     stored = Transaction.objects.get(pk=txn.pk)
     assert stored.status == synced.status == Transaction.SUCCESSFUL
     assert stored.service_status == Transaction.FAILED  # what the service said, kept
@@ -683,7 +645,7 @@ def test_a_fetch_whose_answer_cannot_be_applied_is_still_recorded(paycollect_in_
     def broken(*args, **kwargs):
         raise RuntimeError("applying failed")
 
-    monkeypatch.setattr("django_paycollect.services.sync.record_status", broken)
+    monkeypatch.setattr("django_paycollect.services.sync.apply_status", broken)
     with pytest.raises(RuntimeError):
         services.sync_transaction(txn)
     assert (txn.status, txn.succeeded_at) == (Transaction.PENDING, None)  # the object as the row: as it was
