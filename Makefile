@@ -175,8 +175,10 @@ test-alerts:
 	promtool check rules $(ALERTS)/alerts.yml
 	promtool test rules $(ALERTS)/alerts_test.yml
 
+# Each script's seconds are printed: the whole run must stay under 15 minutes (benchmarks/README.md).
 bench: $(STAMP)
-	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	@for b in benchmarks/*.py; do echo "== $$b"; s=$$(date +%s); $(BIN)/python $$b || exit 1; \
+	  echo "== $$b took $$(( $$(date +%s) - s )) s"; done
 
 clean:
 	rm -rf .venv .venv-django* build dist *.egg-info .coverage .coverage.* .pytest_cache .mypy_cache .ruff_cache

@@ -168,7 +168,7 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=4, help="wrk connections (default 4)")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers (default 2)")
     parser.add_argument(
-        "--rates", default="20,100", help="callbacks per second of the delay measure (default 20,100)"
+        "--rates", default="35,100", help="callbacks per second of the delay measure (default 35,100)"
     )
     parser.add_argument(
         "--callbacks", type=int, default=300, help="callbacks per URL, rate and round (default 300)"

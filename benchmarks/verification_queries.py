@@ -1,4 +1,4 @@
-"""SQL statements per callback verification (``callback_ledger.verify_callback``) as the history grows.
+"""SQL statements per callback verification (``callback_ledger.run_verification``) as the history grows.
 
 Starts the standalone sandbox (``python -m django_paycollect.sandbox``, temporary SQLite file) and points the
 app at it, on a SQLite file of its own. Then, with 10 and with ``--history`` (default 5,000) prior
@@ -169,7 +169,7 @@ def main() -> int:
         "verification_queries",
         "Queries per callback verification",
         summary=(
-            "`services.callback_ledger.verify_callback` against the standalone sandbox, with 10 and with "
+            "`services.callback_ledger.run_verification` against the standalone sandbox, with 10 and with "
             f"{sizes[1]:,} prior transactions, callbacks and API calls (the verified known transaction also "
             f"has {min(500, sizes[1])} API calls and {min(500, sizes[1])} callbacks of its own at the large "
             "size). Queries are the statements Django sends other than transaction control; with BEGIN, "
@@ -188,9 +188,9 @@ def run(workdir: Path, info: dict[str, Any], history: int) -> dict[tuple[str, in
     from django.test.utils import CaptureQueriesContext
 
     from django_paycollect import services
+    from django_paycollect.client import PayCollectClient
     from django_paycollect.models import ReceivedCallback, Transaction
-    from django_paycollect.services.callback_ledger import verify_callback
-    from django_paycollect.services.config import community_config, get_client
+    from django_paycollect.services.callback_ledger import run_verification
 
     community = str(info["community_id"])
     settings.PAYCOLLECT = {
@@ -201,7 +201,7 @@ def run(workdir: Path, info: dict[str, Any], history: int) -> dict[tuple[str, in
         "VARIABLE_AMOUNT_ID": int(info["variable_amount_id"]),
     }
     control = SandboxControl(info["base_url"])
-    client = get_client(community_config())
+    client = PayCollectClient(str(info["base_url"]), api_key=str(info["api_key"]))
 
     def stored_callback(transaction_uuid: str) -> int:
         """A callback as the view stores it (QUEUED), claiming the payment succeeded."""
@@ -239,7 +239,8 @@ def run(workdir: Path, info: dict[str, Any], history: int) -> dict[tuple[str, in
     def count(callback_id: int) -> list[str]:
         connection.queries_log.clear()
         with CaptureQueriesContext(connection) as captured:
-            callback = verify_callback(callback_id)
+            run_verification(callback_id)
+        callback = ReceivedCallback.objects.select_related("transaction").get(pk=callback_id)
         if callback.state != ReceivedCallback.PROCESSED or callback.transaction is None:
             raise SystemExit(f"callback {callback_id} was not verified: {callback.state} {callback.error}")
         if callback.transaction.status != Transaction.SUCCESSFUL:
