@@ -214,6 +214,9 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
             "attention": attention,
             "housekeeping": housekeeping,
             "late_jobs": [row for row in housekeeping if row["warning"]],
+            # Never run is no stopped beat: one calm line, not a warning (reporting.housekeeping_not_run_yet).
+            "jobs_not_run": reporting.housekeeping_not_run_yet(found.housekeeping),
+            "jobs_how_to_start": reporting.housekeeping_how_to_start(),
             "late_after_intervals": LATE_AFTER_INTERVALS,
             "statistics": self._statistics(request, found),
             "started_all_url": self._changelist(

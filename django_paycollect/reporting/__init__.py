@@ -39,6 +39,8 @@ from .health import (
     Housekeeping,
     callback_health,
     housekeeping,
+    housekeeping_how_to_start,
+    housekeeping_not_run_yet,
     needs_a_person,
     stuck_callbacks,
 )
@@ -58,6 +60,8 @@ __all__ = [
     "callback_health",
     "collected_per_day",
     "housekeeping",
+    "housekeeping_how_to_start",
+    "housekeeping_not_run_yet",
     "needs_a_person",
     "period",
     "report",

@@ -330,6 +330,7 @@ class Housekeeping:
     last_run_at: dt.datetime | None
     #: Since when its runs are expected (its row's ``watched_since``); None: not watched (no row).
     watched_since: dt.datetime | None
+    #: It ran, and then has not for more than :data:`LATE_AFTER_INTERVALS` intervals (never run: not late).
     late: bool
     #: How long since it last ran (never run: since it is watched); None when not watched.
     idle_for: dt.timedelta | None
@@ -338,27 +339,20 @@ class Housekeeping:
     def late_after(self) -> dt.timedelta:
         return self.interval * LATE_AFTER_INTERVALS
 
+    @property
+    def never_run(self) -> bool:
+        return self.last_run_at is None
+
     def warning(self) -> str:
         """What a person reads when it is late (the admin, the dashboard, the report, check W007)."""
         from .report import duration_text
 
         values = {"age": duration_text(self.idle_for), "interval": duration_text(self.interval)}
-        # Whole sentences per job and case, so that each language can word them as it must.
+        # Whole sentences per job, so that each language can word them as it must.
         if self.job == HousekeepingRun.SWEEP:
-            if self.last_run_at is None:
-                text = gettext(
-                    "The callback sweep has not run at all in %(age)s, though it should run every "
-                    "%(interval)s: is celery beat running, with the sweep in its schedule, and a worker?"
-                )
-            else:
-                text = gettext(
-                    "The callback sweep last ran %(age)s ago, though it should run every %(interval)s: "
-                    "is celery beat running, with the sweep in its schedule, and a worker?"
-                )
-        elif self.last_run_at is None:
             text = gettext(
-                "Reconciliation has not run at all in %(age)s, though it should run every %(interval)s: "
-                "is celery beat running, with reconciliation in its schedule, and a worker?"
+                "The callback sweep last ran %(age)s ago, though it should run every %(interval)s: "
+                "is celery beat running, with the sweep in its schedule, and a worker?"
             )
         else:
             text = gettext(
@@ -368,12 +362,40 @@ class Housekeeping:
         return text % values
 
 
-def housekeeping(now: dt.datetime | None = None) -> list[Housekeeping]:
-    """When the sweep and reconciliation last ran, and whether either is late: not run for more than
-    :data:`LATE_AFTER_INTERVALS` of the interval of its beat entry (``schedules.beat_interval``). One query.
+def housekeeping_not_run_yet(jobs: list[Housekeeping]) -> str | None:
+    """One plain sentence when some of ``jobs`` (:func:`housekeeping`'s) have never run on this site (a
+    development site, the demo, a site whose beat is not started yet), None when every one has run: the
+    dashboard's note and the check ``paycollect.I001``, with :func:`housekeeping_how_to_start`."""
+    waiting = {job.job for job in jobs if job.never_run}
+    # Whole sentences per case, so that each language can word them as it must.
+    if waiting == {HousekeepingRun.SWEEP, HousekeepingRun.RECONCILIATION}:
+        return gettext(
+            "The periodic jobs (the callback sweep and reconciliation) have not run yet on this site."
+        )
+    if waiting == {HousekeepingRun.SWEEP}:
+        return gettext("The callback sweep has not run yet on this site.")
+    if waiting == {HousekeepingRun.RECONCILIATION}:
+        return gettext("Reconciliation has not run yet on this site.")
+    return None
 
-    A job never run is late once it has been watched that long (the upgrade that added the record made its
-    row); a job without a row (none recorded, the row deleted) is shown as never run and not judged."""
+
+def housekeeping_how_to_start() -> str:
+    """How the periodic jobs are started: the note's second sentence, the check's hint."""
+    return gettext(
+        "To run them, start celery beat with django_paycollect.schedules.BEAT_SCHEDULE in "
+        "CELERY_BEAT_SCHEDULE, and a worker; or, without beat, run manage.py paycollect_process_callbacks "
+        "--stuck and manage.py paycollect_reconcile from cron, as often as those entries say."
+    )
+
+
+def housekeeping(now: dt.datetime | None = None) -> list[Housekeeping]:
+    """When the sweep and reconciliation last ran, and whether either is late: run, and then not for more
+    than :data:`LATE_AFTER_INTERVALS` of the interval of its beat entry (``schedules.beat_interval``). One
+    query.
+
+    A job that has never run (its row made by the migration, or no row) is not late, however long it has
+    been watched: a site where beat has never run (a development site, the demo, one whose beat is not
+    started yet) is told so once, calmly (:func:`housekeeping_not_run_yet`), not warned of a stopped beat."""
     now = now or timezone.now()
     rows = {row.job: row for row in HousekeepingRun.objects.all()}
     labels = dict(HousekeepingRun.JOB_CHOICES)
@@ -384,7 +406,7 @@ def housekeeping(now: dt.datetime | None = None) -> list[Housekeeping]:
         last = row.last_run_at if row else None
         since = last or (row.watched_since if row else None)
         idle_for = max(now - since, dt.timedelta(0)) if since is not None else None
-        late = idle_for is not None and idle_for > interval * LATE_AFTER_INTERVALS
+        late = last is not None and idle_for is not None and idle_for > interval * LATE_AFTER_INTERVALS
         result.append(
             Housekeeping(
                 job=job,

@@ -7,6 +7,8 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import shutil
+import sqlite3
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -14,7 +16,7 @@ from typing import Any
 import pytest
 from celery import current_app
 from celery.schedules import crontab
-from django.core.checks import run_checks
+from django.core.checks import INFO, run_checks
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -23,6 +25,7 @@ from django_paycollect.models import HousekeepingRun
 from django_paycollect.reporting.health import LATE_AFTER_INTERVALS
 from django_paycollect.schedules import BEAT_SCHEDULE, beat_interval
 from django_paycollect.services.housekeeping import record_run
+from tests.example_project import run_example
 from tests.support.admin import staff
 
 pytestmark = pytest.mark.django_db
@@ -126,15 +129,27 @@ def test_late_after_three_intervals_without_a_run():
     assert late() == {SWEEP: True, RECONCILIATION: True}
 
 
-def test_a_job_never_run_is_late_once_watched_that_long_and_without_a_row_is_not_judged():
-    ran(SWEEP, None, watched=minutes(4))
+def test_a_job_never_run_is_never_late_only_not_run_yet():
+    """A site where beat never ran (a development site, the demo, a site before its beat starts) is not a
+    beat that stopped: nothing is late, however long the jobs have been watched (the migration's rows)."""
+    ran(SWEEP, None, watched=dt.timedelta(days=30))
     ran(RECONCILIATION, None, watched=minutes(30))
     found = {job.job: job for job in reporting.housekeeping()}
-    assert found[SWEEP].late
-    assert not found[RECONCILIATION].late
-    assert "has not run at all in 4 min" in found[SWEEP].warning()
+    assert late() == {SWEEP: False, RECONCILIATION: False}
+    assert found[SWEEP].never_run
+    assert found[SWEEP].idle_for is not None  # watched: the metrics still say for how long
+    assert reporting.housekeeping_not_run_yet(list(found.values())) == (
+        "The periodic jobs (the callback sweep and reconciliation) have not run yet on this site."
+    )
     HousekeepingRun.objects.all().delete()
     assert late() == {SWEEP: False, RECONCILIATION: False}
+    assert "have not run yet" in (reporting.housekeeping_not_run_yet(reporting.housekeeping()) or "")
+    ran(SWEEP, minutes(1))
+    assert reporting.housekeeping_not_run_yet(reporting.housekeeping()) == (
+        "Reconciliation has not run yet on this site."
+    )
+    ran(RECONCILIATION, minutes(1))
+    assert reporting.housekeeping_not_run_yet(reporting.housekeeping()) is None
 
 
 def test_the_interval_is_the_projects_beat_entry(schedule):
@@ -180,6 +195,38 @@ def test_the_database_check_warns_once_per_late_job():
     assert [m.id for m in run_checks(databases=[]) if m.id == "paycollect.W007"] == []  # a database check
 
 
+def not_run_notes() -> list[Any]:
+    return [m for m in run_checks(databases=["default"]) if m.id == "paycollect.I001"]
+
+
+def test_a_site_where_beat_never_ran_says_so_once_as_information_never_as_a_warning():
+    ran(SWEEP, None, watched=dt.timedelta(days=3))
+    ran(RECONCILIATION, None, watched=dt.timedelta(days=3))
+    assert ids() == []
+    [note] = not_run_notes()
+    assert note.level == INFO
+    assert note.msg == (
+        "The periodic jobs (the callback sweep and reconciliation) have not run yet on this site."
+    )
+    assert "celery beat" in (note.hint or "")
+    assert "BEAT_SCHEDULE" in (note.hint or "")
+    assert "paycollect_process_callbacks --stuck" in (note.hint or "")
+    assert "paycollect_reconcile" in (note.hint or "")
+    assert [m.id for m in run_checks(databases=[]) if m.id == "paycollect.I001"] == []  # a database check
+
+
+def test_w007_only_for_a_job_that_ran_and_then_stopped():
+    ran(SWEEP, minutes(10))  # ran, then stopped: late
+    ran(RECONCILIATION, None, watched=dt.timedelta(days=3))  # never ran: not late, said once
+    [warning] = [m for m in run_checks(databases=["default"]) if m.id == "paycollect.W007"]
+    assert warning.msg.startswith("The callback sweep last ran 10 min")
+    [note] = not_run_notes()
+    assert note.msg == "Reconciliation has not run yet on this site."
+    HousekeepingRun.objects.update(last_run_at=timezone.now())
+    assert ids() == []
+    assert not_run_notes() == []
+
+
 def test_the_admin_index_warns_those_who_may_see_the_dashboard(client, django_user_model):
     ran(SWEEP, dt.timedelta(hours=1))
     ran(RECONCILIATION, minutes(5))
@@ -210,6 +257,48 @@ def test_the_dashboard_warns_and_says_when_each_job_last_ran(admin_client):
     assert "20.0 s ago" in table
     assert "on time" in table
     assert "late" in table
+
+
+def test_the_dashboard_and_the_index_say_calmly_that_the_jobs_have_not_run_yet(admin_client):
+    ran(SWEEP, None, watched=dt.timedelta(days=3))
+    ran(RECONCILIATION, None, watched=dt.timedelta(days=3))
+    page = admin_client.get(DASHBOARD).content.decode()
+    assert "paycollect-late-jobs" not in page
+    assert "is celery beat running" not in page
+    assert page.count('id="paycollect-jobs-not-run"') == 1
+    note = page.split('id="paycollect-jobs-not-run"')[1].split("</p>")[0]
+    assert "The periodic jobs (the callback sweep and reconciliation) have not run yet on this site." in note
+    assert "celery beat" in note
+    assert "paycollect_process_callbacks --stuck" in note
+    assert 'class="messagelist"' not in note
+    table = page.split('id="paycollect-housekeeping-table"')[1].split("</table>")[0]
+    assert table.count("not run yet") == 2
+    assert "paycollect-warning" not in table
+    assert "paycollect-late-jobs" not in admin_client.get("/admin/").content.decode()
+
+    HousekeepingRun.objects.update(last_run_at=timezone.now())
+    assert "paycollect-jobs-not-run" not in admin_client.get(DASHBOARD).content.decode()
+
+
+def test_the_demo_warns_of_nothing_where_beat_never_ran(example_migrated, tmp_path):
+    """The example project as ``make demo`` runs it (Celery eager, no beat), up for an hour: its database
+    checks warn of nothing; the jobs not run yet are one line of information."""
+    database = tmp_path / "demo.sqlite3"
+    shutil.copyfile(example_migrated, database)
+    with sqlite3.connect(database) as connection:
+        connection.execute(
+            "UPDATE paycollect_housekeepingrun SET watched_since = ?",
+            [(timezone.now() - dt.timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S")],
+        )
+        assert connection.execute("SELECT COUNT(*) FROM paycollect_housekeepingrun").fetchone() == (2,)
+    checked = run_example(
+        "example_project/manage.py", "check", "--database", "default", CLUBSITE_DB=str(database)
+    )
+    output = checked.stdout + checked.stderr
+    assert checked.returncode == 0, output
+    assert "WARNINGS" not in output
+    assert "paycollect.W007" not in output
+    assert output.count("(paycollect.I001)") == 1, output
 
 
 def test_the_report_says_so_in_text_and_json():

@@ -1,6 +1,7 @@
 """The Arabic admin laid out for right to left, measured in Chromium: the payments dashboard's charts draw no
 label over a bar nor over the plot, and the JSON, body and traceback blocks of a transaction's, a callback's
-and a recorded call's pages read left to right (``dir="ltr"``) inside the right-to-left page.
+and a recorded call's pages read left to right (``dir="ltr"``) inside the right-to-left page. And the demo,
+where beat never runs, warns of nothing: its dashboard says calmly, once, that the periodic jobs have not run.
 
 The club site answers in Arabic (``LANGUAGE_CODE = "ar"``; the browser asks for French, which it does not
 offer). A membership is paid through the sandbox first, so each chart has bars.
@@ -8,7 +9,9 @@ offer). A membership is paid through the sandbox first, so each chart has bars.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+import sqlite3
 from typing import Any
 
 import pytest
@@ -126,3 +129,25 @@ def test_arabic_admin_pages_show_json_bodies_and_tracebacks_left_to_right(
     page.click("#result_list tbody th a")
     page.wait_for_url(re.compile(r"/admin/paycollect/apicall/\d+/change/"))
     assert assert_code_blocks_left_to_right(page) >= 1
+
+
+def test_the_arabic_demo_up_for_an_hour_without_beat_warns_of_nothing(
+    page_fr: Any, site_ar: ClubSite
+) -> None:
+    page, site = page_fr, site_ar
+    # The demo has been up for an hour: its periodic jobs, watched since the migration, never ran.
+    an_hour_ago = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S")
+    with sqlite3.connect(site.database, timeout=30) as connection:
+        connection.execute(
+            "UPDATE paycollect_housekeepingrun SET watched_since = ? WHERE last_run_at IS NULL", [an_hour_ago]
+        )
+    login(page, site, "/admin/")
+    assert page.locator(".messagelist .warning").count() == 0
+    assert page.locator("#paycollect-late-jobs").count() == 0
+    page.goto(f"{site.url}/admin/paycollect/dashboard/")
+    assert page.locator(".messagelist .warning").count() == 0
+    assert page.locator("#paycollect-late-jobs").count() == 0
+    note = page.locator("#paycollect-jobs-not-run")
+    assert note.count() == 1
+    assert "celery beat" in note.inner_text()
+    assert page.locator("#paycollect-housekeeping-table .paycollect-warning").count() == 0
