@@ -3,12 +3,18 @@ series (the payments that repeat from a parent transaction)."""
 
 from __future__ import annotations
 
+import re
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from ..client.redaction import REDACTED
+from ..conf import paycollect_settings
 from ..exceptions import Refusal, lazy_text
 from .fields import MONEY, CanonicalUuidField, canonical_unique, exact_indexes
 from .payments import Transaction
@@ -111,6 +117,28 @@ class DirectOrder(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.payment_id or self.get_state_display()})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # The callback URL the service was given holds the secret token; the row keeps it without.
+        self.callback_url = without_callback_token(self.callback_url)
+        super().save(*args, **kwargs)
+
+
+#: The end of the app's callback path, ``.../callback/<token>/`` (the token is one path segment).
+CALLBACK_PATH = re.compile(r"(/callback/)([^/]+)(/?)$")
+
+
+def without_callback_token(url: str) -> str:
+    """``url`` with its callback token replaced by ``[redacted]``: the last segment of a path ending in
+    ``callback/<token>/`` (the app's callback view, whichever token it held), and any path segment that is one
+    of ``CALLBACK_TOKENS``. What ``DirectOrder`` stores and shows; the service is sent the whole URL."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    tokens = set(paycollect_settings.texts("CALLBACK_TOKENS"))
+    path = "/".join(REDACTED if segment in tokens else segment for segment in parts.path.split("/"))
+    path = CALLBACK_PATH.sub(lambda found: f"{found[1]}{REDACTED}{found[3]}", path)
+    return urlunsplit(parts._replace(path=path))
 
 
 class RecurringSeriesQuerySet(models.QuerySet["RecurringSeries"]):

@@ -50,6 +50,7 @@ def create_direct_order(*, user: Any = None, **fields: Any) -> DirectOrder:
     def send(client: PayCollectClient, order: DirectOrder) -> Envelope[DirectOrderCreated]:
         spec = {name: getattr(order, name) for name in DirectOrder.SPEC_FIELDS}
         spec.update({name: spec[name] or None for name in DirectOrder.SENT_WHEN_SET})
+        spec["callback_url"] = data["callback_url"] or None  # the row keeps it without its token
         return client.create_direct_order(
             community_id=config.community_id,
             allow_recurring_payments=True if terms else None,
