@@ -311,7 +311,8 @@ class HousekeepingRun(models.Model):
     simply stop happening. Each run records its end here (``last_run_at``); the admin, the dashboard,
     ``paycollect_report`` and the check ``paycollect.W007`` say when a job is late, from the interval of its
     beat entry (:func:`django_paycollect.reporting.housekeeping`). ``watched_since`` is when the row was
-    made (by the migration, or by a first run): a job that never ran is late once that is long enough ago.
+    made (by the migration, or by a first run). A job that never ran is never late, only *not run yet*
+    (check ``paycollect.I001``): a beat that never started is not a beat that stopped.
     """
 
     SWEEP = "sweep"
