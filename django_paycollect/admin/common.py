@@ -11,7 +11,7 @@ from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_permission_codename
 from django.db import transaction
 from django.db.models import Model, QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -19,7 +19,7 @@ from django.utils.translation import gettext, ngettext
 
 from ..amounts import amount_text
 from ..exceptions import PayCollectConfigurationError, ServiceLayerError, ServiceUnavailable
-from .changelists import CappedCountPaginator, ScalableChangeList, exact_search
+from .changelists import CappedCountPaginator, NulInQuery, ScalableChangeList, exact_search
 
 if TYPE_CHECKING:
     from django.contrib.admin import ModelAdmin as ModelAdmin
@@ -206,7 +206,10 @@ class PayCollectAdmin(ModelAdmin[_M]):
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        return super().changelist_view(request, extra_context)
+        try:
+            return super().changelist_view(request, extra_context)
+        except NulInQuery as refused:  # a 400 in words rather than Django's bare "Bad Request (400)"
+            return HttpResponseBadRequest(str(refused), content_type="text/plain; charset=utf-8")
 
     def _has_perm(self, request: HttpRequest, codename: str) -> bool:
         return request.user.has_perm(f"{self.opts.app_label}.{codename}")

@@ -1,8 +1,11 @@
 """URLs of the club site: the members app, the payment app's callback and return, the admin and, in the
 demo, the sandbox standing in for the service."""
 
+from typing import Any
+
 from django.apps import apps
 from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 from django.views.i18n import JavaScriptCatalog
 
@@ -21,11 +24,20 @@ urlpatterns = [
 
 if apps.is_installed("drf_spectacular"):
     # The API's OpenAPI schema and browsable pages of it (from the sidecar's static files: no CDN).
+    from django.views import View
     from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+    class SwaggerPage(SpectacularSwaggerView):
+        """OPTIONS says which methods the page takes, as a Django view does: DRF's answer, a description of
+        the view, would be rendered by the page's HTML template renderer, which has no template for it (a
+        500)."""
+
+        def options(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            return View.options(self, request, *args, **kwargs)
 
     urlpatterns[-1:-1] = [
         path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-        path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+        path("api/docs/", SwaggerPage.as_view(url_name="schema"), name="api-docs"),
         path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
     ]
 

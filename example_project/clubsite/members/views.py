@@ -27,7 +27,14 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseRedirect,
+    JsonResponse,
+)
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -507,6 +514,14 @@ def _payment_result(request: HttpRequest, template: str) -> HttpResponse:
     SUCCESSFUL one, the failure page says the payment failed only for a FAILED one; otherwise both say the
     payment is not confirmed yet, never that it went through or that nothing was charged. The status is all
     they tell of a transaction the visitor does not own: what the payment app's return tells too."""
+    if any("\x00" in name or "\x00" in value for name, values in request.GET.lists() for value in values):
+        # PostgreSQL takes no text holding NUL as a query's value: the lookup below would be a 500.
+        return HttpResponseBadRequest(
+            gettext(
+                "This link holds a NUL character, which no payment's link has: check the link you followed."
+            ),
+            content_type="text/plain; charset=utf-8",
+        )
     uuid = request.GET.get("transaction_uuid", "")
     service_id = service_id_of(request.GET.get("transaction_id"))
     if not uuid and service_id is not None:
