@@ -39,6 +39,8 @@ XDIST = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist worksteal)
 # make test and every suite run) or full (every example: make test-fuzz). See tests/hypothesis_profiles.py.
 HYPOTHESIS_PROFILE ?= quick
 PYTEST = PAYCOLLECT_HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/python -m pytest
+# The tests of a project with save receivers (django-simple-history on Transaction): settings of their own.
+RECEIVERS = $(PYTEST) --ds=tests.receivers.settings tests/receivers
 
 .PHONY: install install-browser test test-suite test-matrix test-fuzz test-postgres test-worker test-browser lint format typecheck \
 	bench docs dist demo clean messages compile-messages test-alerts
@@ -85,6 +87,7 @@ format: $(STAMP)
 # The browser suite is test-browser's: Playwright's event loop must not share a process with the others.
 test: lint
 	$(PYTEST) $(XDIST) -m "not browser" --cov --cov-report= $(PYTEST_ARGS)
+	$(RECEIVERS) --cov --cov-append --cov-report=
 	$(BIN)/coverage report --skip-covered
 	@echo "--- django_paycollect.client (line coverage, at least 95%):"
 	$(BIN)/coverage report --include='django_paycollect/client/*' --fail-under=95
@@ -94,6 +97,7 @@ test: lint
 test-suite: $(STAMP)
 	$(BIN)/python -m django makemigrations --check --dry-run --settings=tests.settings
 	env -u PAYCOLLECT_TEST_POSTGRES -u PAYCOLLECT_TEST_REDIS $(PYTEST) $(XDIST) -m "not browser" $(PYTEST_ARGS)
+	env -u PAYCOLLECT_TEST_POSTGRES -u PAYCOLLECT_TEST_REDIS $(RECEIVERS)
 
 # test-suite under each Django of MATRIX, each in its own virtualenv.
 test-matrix:
@@ -115,6 +119,7 @@ test-fuzz: $(STAMP)
 test-postgres: $(STAMP)
 	@test -n "$$PAYCOLLECT_TEST_POSTGRES" || { echo "set PAYCOLLECT_TEST_POSTGRES (see .ci/postgres.sh)"; exit 2; }
 	env -u PAYCOLLECT_TEST_REDIS $(PYTEST) $(XDIST) -m "database and not browser" $(PYTEST_ARGS)
+	env -u PAYCOLLECT_TEST_REDIS $(RECEIVERS)
 
 # Real Redis broker and Celery worker processes against PostgreSQL (tests/worker), in one pytest process:
 # the tests start the workers themselves.

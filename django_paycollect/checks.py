@@ -442,3 +442,47 @@ def check_stored_secrets(
             if texts is None
         ]
     return messages
+
+
+@register(Tags.database, Tags.compatibility)
+def check_one_database(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    """The app's models, and the models they point to, on one database the app's statements are written for:
+    otherwise a payment would be accepted by the service and then fail to be recorded (a lock taken outside
+    its transaction, a relation refused), before any payment is sent rather than after."""
+    from django.db import connections, router
+
+    from .models import Transaction
+    from .services.upserts import VENDORS
+
+    alias = router.db_for_write(Transaction)
+    messages: list[CheckMessage] = []
+    connection = connections[alias]
+    if connection.vendor not in VENDORS:
+        messages.append(
+            Error(
+                f"The app's models are on a {connection.vendor} database ({alias!r}); the app supports "
+                f"{' and '.join(VENDORS)}.",
+                hint="Route the django_paycollect models to a PostgreSQL or SQLite database.",
+                id="paycollect.E020",
+            )
+        )
+    elsewhere: list[str] = []
+    for model in apps.get_app_config("paycollect").get_models():
+        related = [field.related_model for field in model._meta.get_fields() if field.is_relation]
+        for other in (model, *[m for m in related if isinstance(m, type)]):
+            other_alias = router.db_for_write(other)
+            if other_alias != alias:
+                elsewhere.append(f"{other._meta.label} on {other_alias!r}")
+    if elsewhere:
+        shown_models = ", ".join(sorted(set(elsewhere)))
+        messages.append(
+            Error(
+                f"The project's database router writes Transaction to {alias!r} but {shown_models}: the app "
+                "records a payment, its envelope and its status change in one commit, and links them by "
+                "foreign keys, so they must be on one database.",
+                hint=f"Route every django_paycollect model, and the models they point to (the user model, "
+                f"content types), to {alias!r} in db_for_write.",
+                id="paycollect.E021",
+            )
+        )
+    return messages

@@ -61,8 +61,13 @@ if _pg:
             "PORT": _port,
             "NAME": _name,
             "USER": _user,
-        }
+        },
     }
+    # For tests/app/test_databases.py alone (created only for the tests that ask for them): a second database
+    # a router may put the app's models on, and a replica that never receives a write (a replica as far
+    # behind as one can be), to which a router may send reads.
+    for _alias in ("payments", "replica"):
+        DATABASES[_alias] = {**DATABASES["default"], "NAME": f"{_name}_{_alias}"}
 else:
     DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
 

@@ -185,3 +185,14 @@ def test_returns_and_callbacks_take_their_turns_to_fetch_apart():
     assert take_fetch_turn(UUID, 30) is None
     assert take_fetch_turn(UUID, None) is not None  # a person asked: now
     assert sorted(FetchMark.objects.values_list("uuid", flat=True)) == [UUID, f"return:{UUID}"]
+
+
+def test_a_database_the_statements_are_not_written_for_is_refused_by_a_check(monkeypatch):
+    from django_paycollect.checks import check_one_database
+    from django_paycollect.services import upserts
+
+    assert check_one_database() == []
+    monkeypatch.setattr(upserts, "VENDORS", tuple(v for v in upserts.VENDORS if v != connection.vendor))
+    [error] = check_one_database()
+    assert error.id == "paycollect.E020"
+    assert connection.vendor in error.msg
