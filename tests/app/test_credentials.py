@@ -12,6 +12,7 @@ import logging
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import translation
 
 from django_paycollect import services
 from django_paycollect.exceptions import CredentialsRefused, describe_error
@@ -191,3 +192,16 @@ def test_the_api_answers_refused_credentials_with_a_503_and_logs_what_to_fix(
     assert 'PAYCOLLECT["API_KEY"]' in logged
     assert repr(paycollect_in_process.community_id) in logged
     assert_no_secret(logged, WRONG_KEY)
+
+
+def test_the_words_are_read_in_the_readers_language_and_recorded_in_english(
+    paycollect_in_process, settings, pay
+):
+    configured(settings, API_KEY=WRONG_KEY)
+    refused = refusal(lambda: pay("10.00"))
+    with translation.override("ar"):
+        shown = str(refused)
+        recorded = describe_error(refused)
+    assert "رفضت خدمة الدفع" in shown
+    assert 'PAYCOLLECT["API_KEY"]' in shown
+    assert recorded.startswith("CredentialsRefused: The payment service refused")
