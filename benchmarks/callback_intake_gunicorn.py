@@ -201,6 +201,7 @@ def main() -> int:
 
 def run(workdir: Path, stack: contextlib.ExitStack, args: argparse.Namespace) -> dict[str, Any]:
     wrk = ensure_wrk()
+    began = time.monotonic()
     print(f"[{project()}] starting PostgreSQL, Redis and the sandbox...", flush=True)
     broker = start_redis(stack)
     database = fresh_postgres_database(start_postgres(stack), "bench_intake")
@@ -254,6 +255,7 @@ def run(workdir: Path, stack: contextlib.ExitStack, args: argparse.Namespace) ->
             flush=True,
         )
     check_stored(warmed["intake"] + sum(b.requests for b in blocks["intake"]))
+    print(f"(set-up and intake: {time.monotonic() - began:.0f} s)", flush=True)
 
     import redis
 
@@ -328,8 +330,10 @@ def measure_delays(
 
     needed = len(names) * args.callbacks * args.rounds * len(args.rates)
     print(f"paying {needed} transactions at the sandbox...", flush=True)
+    began = time.monotonic()
     with ThreadPoolExecutor(4) as pool:
         uuids = list(pool.map(paid, range(needed)))
+    print(f"(paying: {time.monotonic() - began:.0f} s)", flush=True)
     Transaction.objects.bulk_create(
         Transaction(
             uuid=uuid,
@@ -388,6 +392,7 @@ def measure_delays(
     runs: dict[str, list[float]] = {}  # the app's task's own run time (ms), from the worker's log
     unused = iter(uuids)
     for rate in args.rates:
+        began = time.monotonic()
         key = f"{rate:g}"
         delays[key] = {name: [] for name in names}
         cpu[key] = {name: {"worker": 0.0, "postgres": 0.0} for name in names}
@@ -405,6 +410,7 @@ def measure_delays(
                 for part, seconds in cpu_now(name).items():
                     spent = (seconds - before[part]) * 1e6 / (args.rounds * len(chosen))
                     cpu[key][name][part] += spent
+        print(f"(delays at {rate:g}/s: {time.monotonic() - began:.0f} s)", flush=True)
     found: dict[str, Any] = {"delays": delays, "cpu": cpu, "runs": runs}
     if project() == "receivers":
         found["history_rows"] = Transaction.history.model.objects.count()  # type: ignore[attr-defined]
