@@ -4,7 +4,7 @@ Celery's Django fixup closes every database connection before and after each tas
 has ``db_reuse_max`` (``CELERY_DB_REUSE_MAX`` in Django settings); since Celery 5.6 it does so whatever
 ``CONN_MAX_AGE`` says. So each verification opened a PostgreSQL session of its own, which cost the
 database more than the verification did. With ``CELERY_DB_REUSE_MAX`` set (see docs/deployment.md and
-check ``paycollect.W008``) the fixup leaves the sessions alone, and these handlers look after them
+check ``paycollect.W009``) the fixup leaves the sessions alone, and these handlers look after them
 instead, for every task the worker runs:
 
 * before and after a task that returned: Django's ``close_old_connections()``, so a session older than

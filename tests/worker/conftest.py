@@ -57,6 +57,33 @@ def producer(worker_queue: str) -> Iterator[Celery]:
     app.close()
 
 
+def worker_command(
+    name: str, queue: str, directory: Path, concurrency: int = 2, beat: bool = False, lean: bool = True
+) -> list[str]:
+    """The ``celery worker`` command of the suite's workers (see ``start_worker``); an embedded beat keeps
+    its schedule in ``directory``."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "tests.worker.celery_app",
+        "worker",
+        "-P",
+        "prefork",
+        "-c",
+        str(concurrency),
+        "-n",
+        name,
+        "-Q",
+        queue,
+        *(["--without-gossip", "--without-mingle", "--without-heartbeat"] if lean else []),
+        "-l",
+        "info",
+        *(["-B", "-s", str(directory / f"{name.split('@')[0]}-beat-schedule")] if beat else []),
+    ]
+
+
 @pytest.fixture
 def start_worker(
     transactional_db: None, paycollect_live: Any, settings: Any, worker_queue: str, tmp_path: Path
@@ -76,26 +103,7 @@ def start_worker(
         name = f"w{len(workers) + 1}-{uuid.uuid4().hex[:6]}@paycollect-tests"
         log = tmp_path / f"{name.split('@')[0]}.log"
         environ = {**worker_environment(settings, worker_queue), **(env or {})}
-        command = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "tests.worker.celery_app",
-            "worker",
-            "-P",
-            "prefork",
-            "-c",
-            str(concurrency),
-            "-n",
-            name,
-            "-Q",
-            worker_queue,
-            *(["--without-gossip", "--without-mingle", "--without-heartbeat"] if lean else []),
-            "-l",
-            "info",
-            *(["-B", "-s", str(tmp_path / f"{name.split('@')[0]}-beat-schedule")] if beat else []),
-        ]
+        command = worker_command(name, worker_queue, tmp_path, concurrency=concurrency, beat=beat, lean=lean)
         with log.open("wb") as out:
             process = subprocess.Popen(  # noqa: S603
                 command, cwd=ROOT, env=environ, stdout=out, stderr=subprocess.STDOUT, start_new_session=True

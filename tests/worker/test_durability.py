@@ -1,8 +1,8 @@
 """Nothing answered 200 is lost or stays unverified: a worker killed whole, PostgreSQL stopped under a
 backlog, Redis down, Redis restarted without its messages, Redis killed again and again under a busy worker
-(which must stay up: Celery 5.7.0's did not, see setup.cfg). Each time the sweep (celery beat, embedded in a
-worker here and run every second instead of every minute) brings every callback back once
-``CALLBACK_REQUEUE_AFTER`` has passed, whatever the broker's visibility timeout.
+(which stays up on Celery 5.6; 5.7.0's may exit, harmless under a supervisor: test_supervised.py). Each time
+the sweep (celery beat, embedded in a worker here and run every second instead of every minute) brings every
+callback back once ``CALLBACK_REQUEUE_AFTER`` has passed, whatever the broker's visibility timeout.
 
 And a flood of callbacks claiming distinct statuses of one uuid, through two web processes and two worker
 processes, fetches that transaction at most once per ``CALLBACK_FETCH_INTERVAL``.
@@ -15,6 +15,7 @@ cluster, a throwaway Redis), never the shared ones. The whole file takes about t
 from __future__ import annotations
 
 import datetime as dt
+import importlib.metadata
 import itertools
 import subprocess
 import sys
@@ -252,6 +253,12 @@ def test_redis_down_and_restarted_without_its_messages_loses_nothing(
     settled_once(first_batch + second_batch)
 
 
+#: Celery 5.7.0's worker may exit after a broker outage ("Unrecoverable error" right after "Restoring
+#: unacknowledged message(s)"), and the test below expects the same worker to stay up: on 5.7 it is expected
+#: to fail (test_supervised.py shows the exit harmless under a supervisor) and runs to show when a release
+#: fixes it.
+CELERY_MAY_EXIT = tuple(int(part) for part in importlib.metadata.version("celery").split(".")[:2]) >= (5, 7)
+
 #: Times the broker is killed under the busy worker in one run of the test below. Celery 5.7.0's worker
 #: exited ("Unrecoverable error") in some outages only, depending on what its connection was doing at that
 #: instant (waiting on Redis, with unacknowledged messages): one outage alone shows little.
@@ -269,6 +276,7 @@ def running(worker: Any) -> bool:
     return True
 
 
+@pytest.mark.xfail(CELERY_MAY_EXIT, reason="Celery 5.7's worker may exit after a broker outage", strict=False)
 @pytest.mark.parametrize("lean", [True, False], ids=["lean-worker", "default-worker"])
 def test_redis_killed_under_a_busy_worker_again_and_again_the_same_worker_verifies_every_callback(
     paycollect_live, start_worker, start_web, settings, throwaway_redis, lean
