@@ -23,8 +23,7 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 from rest_framework.utils import html
 
-from .client.money import CENT, MoneyError
-from .client.money import parse_amount as exact_amount
+from .client.money import CENT, MoneyError, exact_decimal
 from .conf import paycollect_settings
 from .exceptions import PayCollectConfigurationError, PaymentRefused, lazy_text
 
@@ -74,7 +73,7 @@ def max_amount() -> Decimal:
     """``PAYCOLLECT["MAX_AMOUNT"]`` as a Decimal (system check ``paycollect.E011`` guards its value)."""
     value = paycollect_settings.MAX_AMOUNT
     try:
-        return exact_amount(value)
+        return exact_decimal(value)
     except MoneyError as exc:
         raise PayCollectConfigurationError(f"PAYCOLLECT['MAX_AMOUNT'] {exc} (see paycollect.E011)") from None
 

@@ -12,7 +12,7 @@ from django.core.checks import CheckMessage, Error, Info, Tags, Warning, registe
 from django.db import DatabaseError
 
 from .amounts import MONEY_COLUMN_MAX
-from .client.money import MoneyError, parse_amount, to_piasters
+from .client.money import MoneyError, exact_decimal, to_piasters
 from .conf import DEFAULTS, OWN_CHECKS, metrics_available, paycollect_settings, read_networks, shown
 from .crypto import weakness
 from .exceptions import PayCollectConfigurationError
@@ -369,7 +369,7 @@ def _check_encryption_keys() -> list[CheckMessage]:
 def _check_max_amount() -> list[CheckMessage]:
     value = paycollect_settings.MAX_AMOUNT
     try:
-        limit = parse_amount(value)
+        limit = exact_decimal(value)
         to_piasters(limit)
     except MoneyError as exc:
         problem = f"is not an amount ({exc})"

@@ -25,7 +25,7 @@ from .errors import (
     UnexpectedResponseError,
     ValidationError,
 )
-from .money import MoneyError, format_amount, from_piasters, loads_json, parse_amount, to_piasters
+from .money import MoneyError, exact_decimal, format_amount, from_piasters, loads_json, to_piasters
 from .redaction import REDACTED, SECRET_FIELDS, redact, walk_texts
 from .types import (
     APP_MODULES,
@@ -102,11 +102,11 @@ __all__ = [
     "UnexpectedResponseError",
     "ValidationError",
     "custom_fields_from",
+    "exact_decimal",
     "field_errors_from",
     "format_amount",
     "from_piasters",
     "loads_json",
-    "parse_amount",
     "redact",
     "to_piasters",
     "walk_texts",

@@ -17,10 +17,10 @@ __all__ = [
     "CENT",
     "MoneyError",
     "dumps_json",
+    "exact_decimal",
     "format_amount",
     "from_piasters",
     "loads_json",
-    "parse_amount",
     "to_piasters",
     "too_deep",
 ]
@@ -41,7 +41,7 @@ class MoneyError(ValueError):
         self.params = params
 
 
-def parse_amount(value: Any) -> Decimal:
+def exact_decimal(value: Any) -> Decimal:
     """Turn decimal text, an int or a Decimal into a finite Decimal, exactly.
 
     ``float`` is refused (use ``Decimal("12.50")``); so are booleans, NaN and infinities.
@@ -84,7 +84,7 @@ def _cents(amount: Decimal) -> Decimal:
 
 def to_piasters(value: Any) -> int:
     """``Decimal("12.50")`` -> ``1250``. Raises :class:`MoneyError` on a third decimal."""
-    return int(_cents(parse_amount(value)) * 100)
+    return int(_cents(exact_decimal(value)) * 100)
 
 
 def from_piasters(piasters: Any) -> Decimal:
@@ -95,7 +95,7 @@ def from_piasters(piasters: Any) -> Decimal:
     """
     if isinstance(piasters, bool):
         raise MoneyError("piasters must be a whole number, not a boolean", "piasters_boolean")
-    amount = parse_amount(piasters)
+    amount = exact_decimal(piasters)
     if amount != amount.to_integral_value():
         raise MoneyError(
             f"{piasters!r} is not a whole number of piasters", "piasters_fraction", value=repr(piasters)
@@ -105,7 +105,7 @@ def from_piasters(piasters: Any) -> Decimal:
 
 def format_amount(value: Any) -> str:
     """The wire form of an amount: plain decimal text with exactly two decimals (``"12.50"``)."""
-    return format(_cents(parse_amount(value)), "f")
+    return format(_cents(exact_decimal(value)), "f")
 
 
 def _encode(value: Any, out: list[str]) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, ClassVar, Self
 
-from .money import MoneyError, from_piasters, loads_json, parse_amount
+from .money import MoneyError, exact_decimal, from_piasters, loads_json
 
 __all__ = [
     "APP_MODULES",
@@ -177,7 +177,7 @@ def whole_number(value: Any) -> int | None:
 
 def _amount(value: Any) -> Decimal | None:
     try:
-        return parse_amount(value)
+        return exact_decimal(value)
     except MoneyError:
         return None
 

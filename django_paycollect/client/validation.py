@@ -23,7 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from .errors import Problem, ValidationError
-from .money import MoneyError, dumps_json, from_piasters, parse_amount, to_piasters
+from .money import MoneyError, dumps_json, exact_decimal, from_piasters, to_piasters
 from .rules import MESSAGES, PHONE_MESSAGES, message, name_problem, normalise_phone, phone_problem, spelled
 from .types import (
     APP_MODULES,
@@ -91,7 +91,7 @@ class Checker:
                 self.fail(path, "required")
             return None
         try:
-            amount = parse_amount(value)
+            amount = exact_decimal(value)
             to_piasters(amount)
         except MoneyError as exc:
             self.fail(path, exc.code, **exc.params)
@@ -105,7 +105,7 @@ class Checker:
         if value is None:
             return None
         try:
-            pct = parse_amount(value)
+            pct = exact_decimal(value)
             to_piasters(pct)
         except MoneyError:
             self.fail(path, "percentage_invalid")

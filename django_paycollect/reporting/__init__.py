@@ -24,10 +24,10 @@ XLSX, whose totals are these figures).
 from __future__ import annotations
 
 from .figures import (
-    Amount,
     Day,
     Period,
     StatusLine,
+    Tally,
     collected_per_day,
     period,
     started_by_status,
@@ -47,7 +47,6 @@ from .health import (
 from .report import Ledger, Report, StatisticsComparison, report, statistics_comparison
 
 __all__ = [
-    "Amount",
     "Attention",
     "CallbackHealth",
     "Day",
@@ -57,6 +56,7 @@ __all__ = [
     "Report",
     "StatisticsComparison",
     "StatusLine",
+    "Tally",
     "callback_health",
     "collected_per_day",
     "housekeeping",

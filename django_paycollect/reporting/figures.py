@@ -84,20 +84,20 @@ def money_total(total: Any) -> Decimal:
 
 
 @dataclass(frozen=True)
-class Amount:
+class Tally:
     """A number of items and their total."""
 
     count: int = 0
     amount: Decimal = ZERO
 
-    def __add__(self, other: Amount) -> Amount:
-        return Amount(self.count + other.count, self.amount + other.amount)
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(self.count + other.count, self.amount + other.amount)
 
 
-def _amount(row: Mapping[str, Any] | None) -> Amount:
+def _amount(row: Mapping[str, Any] | None) -> Tally:
     if not row:
-        return Amount()
-    return Amount(int(row["count"] or 0), money_total(row["total"]))
+        return Tally()
+    return Tally(int(row["count"] or 0), money_total(row["total"]))
 
 
 # --- collected and refunded per day ---------------------------------------------------------------------
@@ -106,10 +106,10 @@ def _amount(row: Mapping[str, Any] | None) -> Amount:
 @dataclass(frozen=True)
 class Day:
     date: dt.date
-    collected: Amount
-    refunded: Amount
+    collected: Tally
+    refunded: Tally
     #: Of ``collected``: renewal charges of recurring series.
-    renewals: Amount
+    renewals: Tally
 
     @property
     def net(self) -> Decimal:
@@ -163,7 +163,7 @@ def _per_day(queryset: QuerySet[Any], when: str, money: str) -> dict[dt.date, di
 class StatusLine:
     status: str
     label: str
-    started: Amount
+    started: Tally
 
 
 def started_by_status(community_id: str, currency: str, span: Period) -> list[StatusLine]:

@@ -13,10 +13,10 @@ from ..models import StatisticsSnapshot, Transaction
 from ..models.fields import ZERO
 from .figures import (
     DEFAULT_PERIOD,
-    Amount,
     Day,
     Period,
     StatusLine,
+    Tally,
     collected_per_day,
     money_sum,
     money_total,
@@ -108,24 +108,24 @@ class Report:
     housekeeping: list[Housekeeping]
 
     @property
-    def collected(self) -> Amount:
-        return sum((day.collected for day in self.days), Amount())
+    def collected(self) -> Tally:
+        return sum((day.collected for day in self.days), Tally())
 
     @property
-    def refunded(self) -> Amount:
-        return sum((day.refunded for day in self.days), Amount())
+    def refunded(self) -> Tally:
+        return sum((day.refunded for day in self.days), Tally())
 
     @property
-    def renewals(self) -> Amount:
-        return sum((day.renewals for day in self.days), Amount())
+    def renewals(self) -> Tally:
+        return sum((day.renewals for day in self.days), Tally())
 
     @property
     def net(self) -> Decimal:
         return self.collected.amount - self.refunded.amount
 
     @property
-    def started(self) -> Amount:
-        return sum((line.started for line in self.by_status), Amount())
+    def started(self) -> Tally:
+        return sum((line.started for line in self.by_status), Tally())
 
     @property
     def success_rate(self) -> Decimal | None:
@@ -193,7 +193,7 @@ def _text(value: Decimal | None) -> str | None:
     return None if value is None else str(value)
 
 
-def _amount_json(value: Amount) -> dict[str, Any]:
+def _amount_json(value: Tally) -> dict[str, Any]:
     return {"count": value.count, "amount": str(value.amount)}
 
 

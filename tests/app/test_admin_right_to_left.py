@@ -28,9 +28,9 @@ ROWS = [charts.Row("ناجحة", Decimal(10), "10"), charts.Row("قيد الان
 def day(n: int, collected: str, refunded: str = "0") -> reporting.Day:
     return reporting.Day(
         dt.date(2026, 3, n),
-        reporting.Amount(1, Decimal(collected)),
-        reporting.Amount(1 if Decimal(refunded) else 0, Decimal(refunded)),
-        reporting.Amount(),
+        reporting.Tally(1, Decimal(collected)),
+        reporting.Tally(1 if Decimal(refunded) else 0, Decimal(refunded)),
+        reporting.Tally(),
     )
 
 

@@ -210,9 +210,9 @@ def test_collected_and_refunded_per_day_equal_the_hand_computed_sums(ledger):
         dt.date(2026, 3, 12): Decimal("49.99")
     }
     assert Decimal("1280.49") == COLLECTED_TOTAL
-    assert report.collected == reporting.Amount(6, Decimal("1280.49"))
-    assert report.refunded == reporting.Amount(1, Decimal("120.00"))
-    assert report.renewals == reporting.Amount(1, Decimal("49.99"))
+    assert report.collected == reporting.Tally(6, Decimal("1280.49"))
+    assert report.refunded == reporting.Tally(1, Decimal("120.00"))
+    assert report.renewals == reporting.Tally(1, Decimal("49.99"))
     assert report.net == Decimal("1160.49")
     assert all(isinstance(day.collected.amount, Decimal) for day in report.days)
 
@@ -220,7 +220,7 @@ def test_collected_and_refunded_per_day_equal_the_hand_computed_sums(ledger):
 def test_payments_started_in_the_period_by_status_and_the_success_rate(ledger):
     report = reporting.report("club-a", "EGP", 7, now=NOW)
     by_status = {line.status: line.started for line in report.by_status}
-    A = reporting.Amount
+    A = reporting.Tally
     assert by_status == {
         # T13, T1, T12, T3, T2 (T11 was created on 1 March).
         "SUCCESSFUL": A(5, sum(map(Decimal, ("80.00", "100.00", "500.00", "49.99", "250.50")))),
@@ -235,7 +235,7 @@ def test_payments_started_in_the_period_by_status_and_the_success_rate(ledger):
 
 
 def test_the_success_rate_is_none_until_a_payment_is_decided():
-    pending = reporting.StatusLine("PENDING", "pending", reporting.Amount(3, Decimal("1.00")))
+    pending = reporting.StatusLine("PENDING", "pending", reporting.Tally(3, Decimal("1.00")))
     assert reporting.success_rate([pending]) is None
 
 
@@ -320,7 +320,7 @@ def test_a_community_without_snapshot_or_payments(ledger):
     assert report.statistics.snapshot is None
     assert report.statistics.transactions_difference is None
     assert report.statistics.collected_difference is None
-    assert report.collected == reporting.Amount()
+    assert report.collected == reporting.Tally()
     assert report.success_rate is None
     assert len(report.days) == 30
 
@@ -615,9 +615,9 @@ def test_grid_steps_are_round_numbers(span, step):
 def day(n: int, collected: str, refunded: str = "0") -> reporting.Day:
     return reporting.Day(
         dt.date(2026, 3, n),
-        reporting.Amount(1, Decimal(collected)),
-        reporting.Amount(1 if Decimal(refunded) else 0, Decimal(refunded)),
-        reporting.Amount(),
+        reporting.Tally(1, Decimal(collected)),
+        reporting.Tally(1 if Decimal(refunded) else 0, Decimal(refunded)),
+        reporting.Tally(),
     )
 
 
@@ -725,8 +725,8 @@ def test_a_payment_learned_successful_from_the_service_counts_that_day(
     assert paid_transaction.succeeded_at is not None
     assert timezone.now() - paid_transaction.succeeded_at < dt.timedelta(minutes=1)
     report = reporting.report(paid_transaction.community_id, "EGP", 7)
-    assert report.collected == reporting.Amount(1, Decimal("100.00"))
-    assert report.days[-1].collected == reporting.Amount(1, Decimal("100.00"))
+    assert report.collected == reporting.Tally(1, Decimal("100.00"))
+    assert report.days[-1].collected == reporting.Tally(1, Decimal("100.00"))
 
 
 # --- the statistics button ---------------------------------------------------------------------------------

@@ -118,9 +118,9 @@ def test_an_arabic_chart_draws_a_negative_amount_with_its_sign_before_the_digits
     from django_paycollect.admin import charts
 
     def day(n: int, collected: str, refunded: str) -> reporting.Day:
-        refunds = reporting.Amount(1, Decimal(refunded)) if Decimal(refunded) else reporting.Amount()
+        refunds = reporting.Tally(1, Decimal(refunded)) if Decimal(refunded) else reporting.Tally()
         return reporting.Day(
-            dt.date(2026, 3, n), reporting.Amount(1, Decimal(collected)), refunds, reporting.Amount()
+            dt.date(2026, 3, n), reporting.Tally(1, Decimal(collected)), refunds, reporting.Tally()
         )
 
     with translation.override("ar"):

@@ -16,9 +16,9 @@ from django_paycollect.client import (
     CustomFieldValue,
     MoneyError,
     ValidationError,
+    exact_decimal,
     format_amount,
     from_piasters,
-    parse_amount,
     to_piasters,
 )
 from django_paycollect.client.money import dumps_json, loads_json
@@ -195,17 +195,17 @@ def test_loads_json_reads_fractions_as_decimal_and_refuses_nan():
         [1],
     ],
 )
-def test_parse_amount_refuses_what_is_not_an_exact_amount(value: Any):
+def test_exact_decimal_refuses_what_is_not_an_exact_amount(value: Any):
     with pytest.raises(MoneyError):
-        parse_amount(value)
+        exact_decimal(value)
 
 
 @pytest.mark.parametrize(
     ("value", "expected"),
     [(Decimal("1.234"), Decimal("1.234")), (5, Decimal(5)), ("  -3.5 ", Decimal("-3.5"))],
 )
-def test_parse_amount_is_exact(value: Any, expected: Decimal):
-    parsed = parse_amount(value)
+def test_exact_decimal_is_exact(value: Any, expected: Decimal):
+    parsed = exact_decimal(value)
     assert parsed == expected
     assert isinstance(parsed, Decimal)
 
