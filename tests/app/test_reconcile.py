@@ -273,13 +273,17 @@ def test_a_misconfiguration_is_recorded_on_each_item_and_logged_as_an_error(
     summary, _ = reconcile()
     [error] = summary.errors
     assert error.object_id == opened.pk
-    assert error.outcome.startswith("error: AuthenticationError: ")
+    # What to fix (the setting and the community), never the key itself.
+    assert error.outcome.startswith("error: CredentialsRefused: ")
+    assert 'PAYCOLLECT["API_KEY"]' in error.outcome
+    assert "not-the-key" not in error.outcome
     # The site's fault, not the item's: an error for the logs (and error reporting), without a traceback.
     [logged] = [r for r in caplog.records if r.name == "django_paycollect.reconciliation"]
     assert logged.levelname == "ERROR"
-    assert logged.getMessage() == (
+    assert logged.getMessage().startswith(
         f"reconciliation: open transactions {opened.pk}: the payments configuration is wrong: "
-        "AuthenticationError: authentication failed (HTTP 401)"
+        "CredentialsRefused: The payment service refused the credentials of community "
+        f'{paycollect_in_process.community_id!r} (HTTP 401): check PAYCOLLECT["API_KEY"]'
     )
     assert logged.exc_info is None
 
