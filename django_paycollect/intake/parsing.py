@@ -200,4 +200,4 @@ class ReturnParametersSerializer(NamedTransactionSerializer):
 
 #: Top-level keys of the spec's callback body, the ones the parser reads; every other key is a custom field
 #: (labels may hold spaces).
-CALLBACK_FIELDS = frozenset(CallbackBodySerializer._declared_fields)
+CALLBACK_FIELDS = frozenset(CallbackBodySerializer().fields)
