@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     base_url = f"http://{shown_host}:{port}" + (f"/{prefix}" if prefix else "")
 
     identity = seed.ensure_seeded(base_url)
-    _set_urls(identity["variable_amount_id"], redirect_url=args.redirect_url, callback_url=args.callback_url)
+    seed.set_start_urls(redirect_url=args.redirect_url, callback_url=args.callback_url)
     connections.close_all()
     info: dict[str, Any] = {
         "base_url": base_url,
@@ -144,19 +144,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.server_close()
     return 0
-
-
-def _set_urls(variable_amount_id: int, *, redirect_url: str | None, callback_url: str | None) -> None:
-    """What the merchant dashboard sets for an API payment, from the command line: where Pay's customers
-    come back to and where its callbacks go (the dashboard page and the control API set them too)."""
-    from .models import ApiPayment
-    from .state import writing
-
-    given = (("redirect_url", redirect_url), ("callback_url", callback_url))
-    urls = {name: url for name, url in given if url}
-    if urls:
-        with writing():
-            ApiPayment.objects.filter(pk=variable_amount_id).update(**urls)
 
 
 def _sqlite_pragmas(sender: Any, connection: Any, **kwargs: Any) -> None:

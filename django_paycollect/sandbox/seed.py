@@ -89,10 +89,35 @@ def create_community(
     return community, api_payment
 
 
+#: The seeded API payment's URLs the standalone runner was started with (``--redirect-url``,
+#: ``--callback-url``): kept in the identity, so a reset sets them again instead of the demo merchant's.
+START_URLS = ("redirect_url", "callback_url")
+
+
+def set_start_urls(*, redirect_url: str | None, callback_url: str | None) -> None:
+    """Point the seeded API payment at the URLs given on the command line (what the merchant dashboard does),
+    and remember them for :func:`reset`; URLs not given are the demo merchant's after a reset."""
+    given = {name: url for name, url in zip(START_URLS, (redirect_url, callback_url), strict=True) if url}
+    with writing():
+        state = get_state()
+        identity = {key: value for key, value in state.seed.items() if key not in START_URLS}
+        if given:
+            ApiPayment.objects.filter(pk=identity["variable_amount_id"]).update(**given)
+        state.seed = {**identity, **given}
+        state.save(update_fields=["seed"])
+
+
 def seed(identity: dict[str, Any] | None, base_url: str) -> dict[str, Any]:
     """Create the seed rows (reusing ``identity`` when given) and return the identity to remember."""
     identity = dict(identity or {})
     base = (identity.get("base_url") or base_url).rstrip("/")
+    start_urls = {key: str(identity[key]) for key in START_URLS if identity.get(key)}
+    # The built-in demo merchant, so a payment made by hand shows its redirect and callback, unless the runner
+    # was started with URLs of a site's own.
+    demo_urls = {
+        "redirect_url": f"{base}/_sandbox/merchant/return/" if base else "",
+        "callback_url": f"{base}/_sandbox/merchant/callback/" if base else "",
+    }
     names = get_settings().network_names
     with writing():
         creds: dict[str, str] = {
@@ -103,9 +128,7 @@ def seed(identity: dict[str, Any] | None, base_url: str) -> dict[str, Any]:
             community_id=identity.get("community_id"),
             credentials=creds if len(creds) == 3 else None,
             api_payment_id=identity.get("variable_amount_id"),
-            # The built-in demo merchant, so a payment made by hand shows its redirect and callback.
-            redirect_url=f"{base}/_sandbox/merchant/return/" if base else "",
-            callback_url=f"{base}/_sandbox/merchant/callback/" if base else "",
+            **{**demo_urls, **start_urls},
             registered_name="Sandbox Club LLC",
             email="club@example.com",
             phone="+201000000000",
@@ -177,6 +200,7 @@ def seed(identity: dict[str, Any] | None, base_url: str) -> dict[str, Any]:
             "basic_password": community.basic_password,
             "variable_amount_id": api_payment.pk,
             "member_variable_amount_id": member_payment.pk,
+            **start_urls,
         }
         state = get_state()
         state.seed = identity
