@@ -17,6 +17,7 @@ from django.test import override_settings
 
 from django_paycollect import crypto
 from django_paycollect.models import Community, DirectOrder, ReceivedCallback, Transaction
+from tests.example_project import run_example
 from tests.support.admin import logged_in, staff, url
 from tests.support.callbacks import processed_callback
 
@@ -128,3 +129,16 @@ def test_a_project_configured_from_the_environment_pays_hears_a_direct_orders_ca
     secrets = [sb.api_key, COMMUNITY_KEY, COMMUNITY_BASIC.split(":")[1], token, bearer, key]
     assert [secret for secret in secrets if secret in everything] == []
     assert ReceivedCallback.objects.filter(state=ReceivedCallback.PROCESSED).count() == 2
+
+
+@pytest.mark.parametrize(("given", "refused"), [("1", False), ("seven", True), ("0", True)])
+def test_the_example_project_reads_its_variable_amount_id_as_the_environment_gives_it(given, refused):
+    """The club site passes the environment's text on: "1" is the API payment 1, a word is check E010 at
+    start (before: the settings' own int() stopped the site with a traceback)."""
+    done = run_example(
+        "example_project/manage.py", "check", CLUBSITE_DEBUG="1", PAYCOLLECT_VARIABLE_AMOUNT_ID=given
+    )
+    output = done.stdout + done.stderr
+    assert "Traceback" not in output
+    assert (done.returncode != 0) is refused, output
+    assert ("paycollect.E010" in output and "PAYCOLLECT['VARIABLE_AMOUNT_ID']" in output) is refused
