@@ -250,9 +250,9 @@ def _read_other(name: str, value: Any) -> Any:
         return text
     if name == "BASIC_CREDENTIALS":
         pair = isinstance(value, (list, tuple))
-        text = ":".join(map(_text, value)) if pair and len(value) == 2 else None if pair else _text(value)
-        if text is not None and (text == "" or ":" in text):
-            return text or None
+        joined = ":".join(map(_text, value)) if pair and len(value) == 2 else None if pair else _text(value)
+        if joined is not None and (joined == "" or ":" in joined):
+            return joined or None
         raise ValueError("it must be (username, password) or the text username:password")
     if name == "PROMOCODE_METHOD":
         method = _text(value).strip().upper()
