@@ -1,4 +1,4 @@
-"""The admin's changelists and searches on PostgreSQL at 10,000 and at 250,000 transactions (``--large``).
+"""The admin's changelists and searches on PostgreSQL at 10,000 and at 100,000 transactions (``--large``).
 
 On a durable PostgreSQL server of the run's own (``.ci/postgres.sh`` with ``PAYCOLLECT_PG_DURABLE=1``:
 fsync and synchronous commit on, data on the disk; free port, stopped at the end), or the one
@@ -143,8 +143,8 @@ def load(client: Any, url: str) -> tuple[int, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", type=int, default=10_000, help="transactions at the small size (10000)")
-    parser.add_argument("--large", type=int, default=250_000, help="transactions at the large size (250000)")
-    parser.add_argument("--repeat", type=int, default=7, help="page loads timed per page and size (7)")
+    parser.add_argument("--large", type=int, default=100_000, help="transactions at the large size (100000)")
+    parser.add_argument("--repeat", type=int, default=5, help="page loads timed per page and size (5)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args()
 

@@ -1,4 +1,4 @@
-"""The admin's payments dashboard on PostgreSQL at 10,000 and at 250,000 transactions (``--large``).
+"""The admin's payments dashboard on PostgreSQL at 10,000 and at 100,000 transactions (``--large``).
 
 On a durable PostgreSQL server of the run's own (``.ci/postgres.sh`` with ``PAYCOLLECT_PG_DURABLE=1``: fsync
 and synchronous commit on, data on the disk; free port, stopped at the end), or the one
@@ -231,7 +231,7 @@ def baseline(repeat: int) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", type=int, default=10_000, help="transactions at the small size (10000)")
-    parser.add_argument("--large", type=int, default=250_000, help="transactions at the large size (250000)")
+    parser.add_argument("--large", type=int, default=100_000, help="transactions at the large size (100000)")
     parser.add_argument("--repeat", type=int, default=7, help="page loads timed per size (default 7)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--explain", action="store_true", help="print EXPLAIN ANALYZE of each statement")

@@ -1,4 +1,4 @@
-"""The exports (``paycollect_export``) on PostgreSQL at 20,000 and 200,000 transactions, beside ``COPY``.
+"""The exports (``paycollect_export``) on PostgreSQL at 10,000 and 100,000 transactions, beside ``COPY``.
 
 On a durable PostgreSQL server of the run's own (``.ci/postgres.sh`` with ``PAYCOLLECT_PG_DURABLE=1``; free
 port, stopped at the end), or the one ``PAYCOLLECT_BENCH_POSTGRES`` names (its settings are printed with the
@@ -173,8 +173,8 @@ def run_child(kind: str, spec: str, file_format: str) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--small", type=int, default=20_000, help="transactions at the small size (20000)")
-    parser.add_argument("--large", type=int, default=200_000, help="transactions at the large size (200000)")
+    parser.add_argument("--small", type=int, default=10_000, help="transactions at the small size (10000)")
+    parser.add_argument("--large", type=int, default=100_000, help="transactions at the large size (100000)")
     parser.add_argument(
         "--formats", default="csv,xlsx", help="the formats measured, comma-separated (default csv,xlsx)"
     )

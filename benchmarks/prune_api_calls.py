@@ -1,7 +1,7 @@
-"""Pruning old ApiCall rows (250,000 by default): time and peak memory, beside one plain DELETE.
+"""Pruning old ApiCall rows (100,000 by default): time and peak memory, beside one plain DELETE.
 
 On SQLite and on PostgreSQL (``--database``; both by default). Builds ``--rows`` old API calls (default
-250,000; 100 to 200 days old, each linked to one of 10,000 transactions, with the fetched transaction as
+100,000; 100 to 200 days old, each linked to one of 10,000 transactions, with the fetched transaction as
 ``data``) and 2,000 recent ones that must stay, and a tenth as many old ones in another database: a SQLite
 file filled with raw ``executemany``, or a PostgreSQL database (on a durable PostgreSQL server of the run's
 own (``.ci/postgres.sh`` with ``PAYCOLLECT_PG_DURABLE=1``: fsync and synchronous commit on, data on the disk;
@@ -248,7 +248,7 @@ def build_postgres(spec: str, rows: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=250_000, help="old API calls (default 250000)")
+    parser.add_argument("--rows", type=int, default=100_000, help="old API calls (default 100000)")
     parser.add_argument(
         "--database", choices=("sqlite", "postgresql", "both"), default="both", help="where (default both)"
     )

@@ -1,7 +1,7 @@
 """Reconciling open transactions against the standalone sandbox, beside the same work done with the ORM.
 
 Starts ``python -m django_paycollect.sandbox`` (temporary SQLite file, no callback URL so no deliveries run in
-the background), starts ``--transactions`` payments there (default 1,000; one in four completed), and stores
+the background), starts ``--transactions`` payments there (default 500; one in four completed), and stores
 them here as PENDING transactions last heard of two hours ago, on a durable PostgreSQL of the run's own
 (``servers.start_postgres``: PostgreSQL's defaults; or the one ``PAYCOLLECT_BENCH_POSTGRES`` names, its
 settings printed with the results). Then, in ``--rounds`` alternating rounds (medians, the spread printed):
@@ -34,6 +34,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -104,7 +105,7 @@ class Clock:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--transactions", type=int, default=1000, help="open transactions (default 1000)")
+    parser.add_argument("--transactions", type=int, default=500, help="open transactions (default 500)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds; medians (default 3)")
     parser.add_argument(
         "--latency-ms", type=int, default=20, help="service latency of the later comparisons (default 20)"
@@ -308,8 +309,8 @@ def run(database: str, info: dict[str, Any], args: argparse.Namespace) -> dict[s
     client = PayCollectClient(str(info["base_url"]), api_key=str(info["api_key"]))
 
     print(f"[{project()}] starting {count:,} payments at the sandbox...", flush=True)
-    uuids: list[str] = []
-    for i in range(count):
+
+    def paid(i: int) -> str:
         started = client.pay(
             community_id=community,
             amount=Decimal("104.50"),
@@ -318,9 +319,12 @@ def run(database: str, info: dict[str, Any], args: argparse.Namespace) -> dict[s
             billing_data=BILLING,
         )
         uuid = str(started.result.transaction_uuid)
-        uuids.append(uuid)
         if i % 4 == 0:
             control.complete(uuid)
+        return uuid
+
+    with ThreadPoolExecutor(4) as pool:
+        uuids = list(pool.map(paid, range(count)))
     heard_of = timezone.now() - dt.timedelta(hours=2)
     Transaction.objects.bulk_create(
         Transaction(
