@@ -44,6 +44,8 @@ pytestmark = [pytest.mark.postgres, pytest.mark.worker, pytest.mark.django_db(tr
 
 #: Seconds between an exit and the next start (the shipped units wait 5).
 RESTART_SEC = 1.0
+#: Seconds a worker started again may take before it consumes (gossip and mingle on, a loaded machine).
+STARTING = 10
 #: Times Redis is killed under the busy worker: 5.7.0's worker exited in some outages only.
 OUTAGES = 4
 
@@ -189,7 +191,8 @@ def test_redis_killed_again_and_again_under_a_supervised_worker_strands_nothing(
         f"{len(supervisor.exits)} times ({supervisor.log_text().count('Unrecoverable error')} unrecoverable "
         f"errors) and was started {restarts} times again: all {every} verified {took:.1f} s after"
     )
-    assert took < REQUEUE_AFTER + SWEEP_EVERY + SLACK + RESTART_SEC
+    # An exit in the last outage costs a start on top of the sweep's delay.
+    assert took < REQUEUE_AFTER + SWEEP_EVERY + SLACK + RESTART_SEC + STARTING
     assert restarts >= 1  # the worker killed in the second outage came back
 
     # The supervised worker consumes again: new callbacks are verified as usual, busy or idle.
