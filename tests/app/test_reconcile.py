@@ -283,7 +283,7 @@ def test_a_misconfiguration_is_recorded_on_each_item_and_logged_as_an_error(
     assert logged.getMessage().startswith(
         f"reconciliation: open transactions {opened.pk}: the payments configuration is wrong: "
         "CredentialsRefused: The payment service refused the credentials of community "
-        f'{paycollect_in_process.community_id!r} (HTTP 401): check PAYCOLLECT["API_KEY"]'
+        f'{paycollect_in_process.community_id!r} with an HTTP 401 answer: check PAYCOLLECT["API_KEY"]'
     )
     assert logged.exc_info is None
 
