@@ -47,23 +47,9 @@ def apply_status(txn: Transaction, reported: str, *, source: str) -> bool:
     moved_from = txn.status
     if _RANK[reported] <= _RANK[moved_from]:
         return False  # same or backward: a late, duplicated or forged message
-    txn.status = reported
     if reported == Transaction.SUCCESSFUL:
         txn.succeeded_at = timezone.now()  # the day the money came in, for the dashboard's figures
-    primary(TransactionStatusChange).create(
-        transaction=txn,
-        from_status=moved_from,
-        to_status=reported,
-        service_status=reported,
-        source=source,
-    )
-    send_after_commit(
-        signals.transaction_status_changed,
-        transaction=txn,
-        from_status=moved_from,
-        to_status=reported,
-        source=source,
-    )
+    set_local_status(txn, reported, source=source, service_status=reported)
     if reported == Transaction.SUCCESSFUL:
         send_after_commit(signals.payment_succeeded, transaction=txn)
         if txn.series_id and txn.parent_uuid and txn.parent_uuid != txn.uuid:
@@ -73,13 +59,16 @@ def apply_status(txn: Transaction, reported: str, *, source: str) -> bool:
     return True
 
 
-def set_local_status(txn: Transaction, status: str, *, source: str) -> None:
+def set_local_status(txn: Transaction, status: str, *, source: str, service_status: str = "") -> None:
+    """Move ``txn`` (locked by the caller, who saves it) to ``status``: the change's row stored, and
+    ``transaction_status_changed`` queued for after the commit. Our own statuses (REJECTED, ABANDONED) come
+    here directly; the service's through :func:`apply_status`."""
     before = txn.status
     if before == status:
         return
     txn.status = status
     primary(TransactionStatusChange).create(
-        transaction=txn, from_status=before, to_status=status, source=source
+        transaction=txn, from_status=before, to_status=status, service_status=service_status, source=source
     )
     send_after_commit(
         signals.transaction_status_changed,
