@@ -15,6 +15,7 @@ ports 8000 and 8001 the page uses are replaced by free ones.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -160,8 +161,11 @@ def test_the_quickstart_page_is_made_of_steps_this_test_understands() -> None:
 class Follower:
     """Runs the page's steps in ``root``; stops what it started in the background."""
 
-    def __init__(self, root: Path, ports: dict[str, int]) -> None:
+    def __init__(self, root: Path, ports: dict[str, int], *, from_environment: bool = False) -> None:
         self.cwd = root
+        # As the page's production note says: the service's values from the environment, each a text as a
+        # shell sets it (VARIABLE_AMOUNT_ID "1", not 1), instead of the sandbox's file.
+        self.from_environment = from_environment
         self.ports = ports
         self.background: list[tuple[subprocess.Popen[bytes], Path]] = []
         env = {key: value for key, value in os.environ.items() if not key.startswith(_SCRUBBED_PREFIXES)}
@@ -189,6 +193,7 @@ class Follower:
             path.write_text(text)
             return
         command = self.local(step.text)
+        self._environment_from_the_sandbox_file()
         if command.startswith("cd "):
             self.cwd = (self.cwd / command[3:].strip()).resolve()
             assert self.cwd.is_dir(), f"line {step.line}: {command}"
@@ -210,6 +215,15 @@ class Follower:
                 assert expected in printed, (
                     f"line {step.line}: {command} did not print {expected!r}\n{printed}"
                 )
+
+    def _environment_from_the_sandbox_file(self) -> None:
+        info = self.cwd / "sandbox.json"
+        if not self.from_environment or not info.exists():
+            return
+        for name, value in json.loads(info.read_text()).items():
+            if value is not None and not isinstance(value, dict | list):
+                self.env[f"PAYCOLLECT_{name.upper()}"] = str(value)
+        info.rename(self.cwd / "sandbox.json.read-into-the-environment")
 
     def _start(self, step: Command, command: str) -> None:
         assert step.output, f"line {step.line}: a command kept running shows the line that says it is ready"
@@ -245,11 +259,12 @@ class Follower:
         return "\n".join(path.read_text(errors="replace")[-3000:] for _, path in self.background)
 
 
-@pytest.fixture
-def shop(browser_available: None, tmp_path: Path) -> Iterator[tuple[str, Follower]]:
-    """The quick start's shop, built and running as the page says; its URL."""
+@pytest.fixture(params=["sandbox file", "environment"])
+def shop(browser_available: None, tmp_path: Path, request: Any) -> Iterator[tuple[str, Follower]]:
+    """The quick start's shop, built and running as the page says, its settings read from the sandbox's file
+    or from the environment as text; its URL."""
     ports = {"8000": free_port(), "8001": free_port()}
-    follower = Follower(tmp_path, ports)
+    follower = Follower(tmp_path, ports, from_environment=request.param == "environment")
     try:
         for step in steps(QUICKSTART.read_text()):
             follower.run(step)
