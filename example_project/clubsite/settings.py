@@ -28,6 +28,10 @@ Languages
     ``ar`` (Arabic, right to left). Every page has a switch between the two (Django's ``set_language``).
 Celery
     ``CELERY_BROKER_URL`` (e.g. ``redis://127.0.0.1:6379/0``); unset, tasks run inline (eager).
+Background work
+    ``CLUBSITE_TASK_RUNNER`` (``celery``): ``django`` runs the payment app's tasks on Django's task framework
+    from this site's database (django-tasks-db: ``manage.py db_worker``, the periodic jobs from the timers of
+    ``deploy/systemd``), with no broker.
 """
 
 from __future__ import annotations
@@ -283,3 +287,14 @@ CELERY_DB_REUSE_MAX = 1000
 if CELERY_BROKER_URL.startswith("redis"):
     # Longer than any retry countdown of the app's tasks (see django_paycollect.tasks).
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 7200}
+
+# --- Background work -------------------------------------------------------------------------------
+
+# CLUBSITE_TASK_RUNNER: "celery" (above; the demo's default, inline without a broker) or "django": Django's
+# task framework on this site's own database (django-tasks-db), run by `manage.py db_worker`, the periodic
+# jobs by the systemd timers in deploy/ (no broker, no beat).
+TASK_RUNNER = env("CLUBSITE_TASK_RUNNER", "celery")
+if TASK_RUNNER == "django":
+    INSTALLED_APPS.append("django_tasks_db")
+    TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    PAYCOLLECT["TASK_RUNNER"] = "django"
