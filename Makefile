@@ -17,7 +17,7 @@ MATRIX := 6.0 6.1
 ifeq ($(strip $(DJANGO)),)
 VENV ?= .venv
 PYTHON ?= python3
-EXTRAS ?= test,dev,api,metrics
+EXTRAS ?= test,dev,api,metrics,tasks
 DJANGO_REQUIREMENT :=
 else
 ifeq ($(PYTHON_$(DJANGO)),)
@@ -25,7 +25,7 @@ $(error DJANGO=$(DJANGO) is not supported: choose one of 5.2, 6.0, 6.1)
 endif
 VENV ?= .venv-django$(DJANGO)
 PYTHON ?= $(shell bash .ci/python.sh $(PYTHON_$(DJANGO)))
-EXTRAS ?= test,api,metrics
+EXTRAS ?= test,api,metrics,tasks
 DJANGO_REQUIREMENT := 'Django~=$(DJANGO).0'
 endif
 

@@ -7,7 +7,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.apps import AppConfig, apps
-from django.conf import settings
+from django.conf import global_settings, settings
 from django.core.checks import CheckMessage, Error, Info, Tags, Warning, register
 from django.db import DatabaseError
 
@@ -156,6 +156,8 @@ def check_callbacks_can_be_verified(
     settings: every callback would be answered 200 and never verified. Eager mode (set on the app
     the tasks use) runs them inline, which works without a broker.
     """
+    if _task_runner() != "celery":
+        return []  # Django's task framework runs them: check_task_runner's
     from celery import _state
 
     app = _state.get_current_app()
@@ -214,6 +216,8 @@ def check_worker_keeps_sessions(
     sessions (``CONN_MAX_AGE``, or Django's pool) and Celery's Django fixup told not to close them around
     every task (``CELERY_DB_REUSE_MAX``); the app's handlers then drop those that are obsolete or unsound
     (``tasks.connections``). SQLite opens a file, not a session: nothing to say. Eager: no worker."""
+    if _task_runner() != "celery":
+        return []  # db_worker keeps its sessions by CONN_MAX_AGE, as a web process does
     from celery import _state
     from django.db import router
 
@@ -246,6 +250,90 @@ def check_worker_keeps_sessions(
             id="paycollect.W009",
         )
     ]
+
+
+def _task_runner() -> str | None:
+    try:
+        return str(paycollect_settings.TASK_RUNNER)
+    except PayCollectConfigurationError:
+        return None  # paycollect.E010 says why
+
+
+#: What the runner "django" needs, as a check's hint.
+DJANGO_RUNNER_HINT = (
+    'Install django-paycollect[tasks], add "django_tasks_db" to INSTALLED_APPS, set TASKS = {"default": '
+    '{"BACKEND": "django_tasks_db.DatabaseBackend"}}, migrate, and run manage.py db_worker (see the docs\' '
+    "settings reference: TASK_RUNNER)."
+)
+
+
+@register(Tags.compatibility)
+def check_task_runner(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    """With ``TASK_RUNNER`` "django", the TASKS setting must run the app's jobs: a task framework installed
+    (``django.tasks``, or the ``django-tasks`` backport on Django 5.2), and a "default" backend in TASKS that
+    runs what it is given (paycollect.E022). The immediate backend (also what no TASKS setting means) runs
+    each job in the request that asks for it, with no retry later: outside DEBUG only when the project says
+    so (``ALLOW_IMMEDIATE_TASKS``; paycollect.E023)."""
+    if _task_runner() != "django":
+        return []
+    from .tasks import runners  # here: the tasks import the models
+
+    problem: str | None = "no task framework is installed (Django 5.2 needs the django-tasks backport)"
+    try:
+        framework = runners.framework()
+    except ImportError:
+        framework = None
+    if framework is not None:
+        problem = _tasks_problem(framework, runners.DJANGO_BACKEND)
+        if problem is None:
+            return _immediate_outside_debug(framework, runners.DJANGO_BACKEND)
+    return [
+        Error(
+            f'PAYCOLLECT["TASK_RUNNER"] is "django", but {problem}: callbacks would be answered 200 and '
+            "never verified.",
+            hint=DJANGO_RUNNER_HINT,
+            id="paycollect.E022",
+        )
+    ]
+
+
+def _tasks_problem(framework: Any, alias: str) -> str | None:
+    configured = getattr(settings, "TASKS", None)
+    if configured is not None and alias not in configured:
+        return f'TASKS has no "{alias}" backend'
+    try:
+        backend = framework.task_backends[alias]
+    except Exception as error:  # an unknown class, a bad option: the framework's own words
+        return f'TASKS["{alias}"] cannot be loaded ({error})'
+    if type(backend).__name__ == "DummyBackend":
+        return f'TASKS["{alias}"] is the dummy backend, which keeps tasks and never runs them'
+    return None
+
+
+def _immediate_outside_debug(framework: Any, alias: str) -> list[CheckMessage]:
+    if type(framework.task_backends[alias]).__name__ != "ImmediateBackend" or settings.DEBUG:
+        return []
+    try:
+        if paycollect_settings.ALLOW_IMMEDIATE_TASKS:
+            return []
+    except PayCollectConfigurationError:
+        return []  # paycollect.E010 says why
+    configured = getattr(settings, "TASKS", None)
+    unset = " (TASKS is not set: Django's default)" if configured in (None, _default_tasks()) else ""
+    return [
+        Error(
+            f'TASKS["{alias}"] is the immediate backend{unset}, which runs each task at once, in the request '
+            "that enqueues it: a callback is verified while the service waits for its answer, and a "
+            "verification that must wait (a retry, the service down) is left to the sweep.",
+            hint="Use a backend with a worker (django_tasks_db.DatabaseBackend and manage.py db_worker), or "
+            'set PAYCOLLECT["ALLOW_IMMEDIATE_TASKS"] = True if this site means it.',
+            id="paycollect.E023",
+        )
+    ]
+
+
+def _default_tasks() -> Any:
+    return getattr(global_settings, "TASKS", None)
 
 
 def _is_fallback_app(app: Any) -> bool:

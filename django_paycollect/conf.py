@@ -96,6 +96,12 @@ DEFAULTS: dict[str, Any] = {
     "METRICS": None,
     # Bearer tokens the metrics view accepts, a list so they can be rotated; empty: it answers 401 to all.
     "METRICS_TOKENS": [],
+    # What runs the background jobs (callback verification, the operations' tasks, the sweep, reconciliation,
+    # pruning): "celery", or "django" (Django's task framework, the TASKS setting's "default" backend).
+    "TASK_RUNNER": "celery",
+    # With "django": True when the project means the jobs to run in the request that asks for them (the
+    # immediate backend) outside DEBUG; otherwise that is check paycollect.E023.
+    "ALLOW_IMMEDIATE_TASKS": False,
 }
 
 
@@ -113,7 +119,7 @@ UNORDERED = ("TRUSTED_PROXIES", "CALLBACK_SECRET", "METRICS_TOKENS")
 #: Keys of one text (None allowed where None is the default), True or False, and the rest by their kind.
 TEXTS: tuple[str, ...] = ("BASE_URL", "COMMUNITY_ID", "API_KEY", "SUCCESS_URL", "FAILURE_URL")
 TEXTS += ("CALLBACK_SECRET_FIELD", "DEFAULT_PAY_USING")
-FLAGS = ("FEES_IN_BILL", "STORE_REQUEST_BODIES", "METRICS")
+FLAGS = ("FEES_IN_BILL", "STORE_REQUEST_BODIES", "METRICS", "ALLOW_IMMEDIATE_TASKS")
 #: Whose values are never shown (in a check's message, in a log).
 SECRET_KEYS: tuple[str, ...] = ("API_KEY", "BASIC_CREDENTIALS", "CALLBACK_TOKENS", "CALLBACK_SECRET")
 SECRET_KEYS += ("ENCRYPTION_KEYS",)
@@ -125,6 +131,8 @@ OWN_CHECKS = {
     "METRICS": "paycollect.E013",
     "METRICS_TOKENS": "paycollect.E015",
 }
+#: What may run the background jobs (``TASK_RUNNER``).
+TASK_RUNNERS = ("celery", "django")
 #: How True and False may be spelled in a text (as the environment gives them).
 FLAG_TEXTS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False}
 FLAG_TEXTS["0"] = False
@@ -254,6 +262,11 @@ def _read_other(name: str, value: Any) -> Any:
         if joined is not None and (joined == "" or ":" in joined):
             return joined or None
         raise ValueError("it must be (username, password) or the text username:password")
+    if name == "TASK_RUNNER":
+        runner = _text(value).strip().lower()
+        if runner in TASK_RUNNERS:
+            return runner
+        raise ValueError(f"it must be one of {', '.join(TASK_RUNNERS)}")
     if name == "PROMOCODE_METHOD":
         method = _text(value).strip().upper()
         if method in ("POST", "GET"):

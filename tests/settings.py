@@ -4,6 +4,7 @@ SQLite by default; PostgreSQL when PAYCOLLECT_TEST_POSTGRES holds
 ``host:port:dbname:user`` string (set by ``.ci/run`` for the locking tests).
 """
 
+import importlib.util
 import os
 
 SECRET_KEY = "tests-only-not-secret"
@@ -26,6 +27,11 @@ INSTALLED_APPS = [
     # The sandbox's models must be known to mypy's Django plugin and to its in-process tests.
     "django_paycollect.sandbox",
 ]
+
+# The tests of the Django task runner (PAYCOLLECT["TASK_RUNNER"] = "django") need django-tasks-db's table:
+# the "tasks" extra, which make install brings.
+if importlib.util.find_spec("django_tasks_db"):
+    INSTALLED_APPS.append("django_tasks_db")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

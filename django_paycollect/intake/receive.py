@@ -3,8 +3,9 @@
 It matches the URL's token, reads the client's address and the headers kept, reads the body (bounded),
 refuses what cannot be a callback (stored as *invalid*, answered 4xx), checks the optional shared secret,
 parses the claims (:mod:`.parsing`), and hands them to the callback ledger
-(:mod:`django_paycollect.services.callback_ledger`), which stores and deduplicates them; then, after the
-commit, it hands the callback on (``tasks.hand_on``): the request does not wait for the broker.
+(:mod:`django_paycollect.services.callback_ledger`), which stores and deduplicates them; then it hands the
+callback on (``tasks.handing_on``: after the commit, or in its transaction where the task runner's queue is
+this database): the request does not wait for a broker.
 Verification, the state of a stored callback, the sweep and reprocessing are the ledger's.
 
 Our secrets (:func:`~django_paycollect.secrecy.our_secrets`) are removed from everything stored.
@@ -17,12 +18,10 @@ import ipaddress
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import unquote
 
-from django.db import transaction
 from django.http import HttpRequest
 from django.http.request import RawPostDataException
 from django.urls import Resolver404, resolve
@@ -218,9 +217,11 @@ def receive(request: HttpRequest, token_index: int) -> Received:
         )
         logger.warning("callback #%s refused (%s): %s", callback.pk, refused.status, refused.reason)
         return Received(refused.status, callback.pk, {"received": False, "error": refused.reason})
-    stored = store_callback(body=scrub(text, secrets), **base, **claims)
-    if stored.to_verify is not None:
-        transaction.on_commit(partial(tasks.hand_on, stored.to_verify))
+    # The callback's task commits with it where the runner's queue is this database (tasks.handing_on).
+    with tasks.handing_on() as hand_on:
+        stored = store_callback(body=scrub(text, secrets), **base, **claims)
+        if stored.to_verify is not None:
+            hand_on(stored.to_verify)
     return Received(200, stored.callback_id)
 
 

@@ -36,7 +36,7 @@ A worker keeps its database sessions from task to task when the project sets ``C
 
 from __future__ import annotations
 
-from .callbacks import hand_on, process_callbacks, sweep_callbacks
+from .callbacks import hand_on, handing_on, process_callbacks, sweep_callbacks
 from .housekeeping import prune, reconcile, reconcile_chunk
 from .operations import (
     cancel_recurring,
@@ -58,6 +58,7 @@ __all__ = [
     "create_direct_order",
     "fetch_statistics",
     "hand_on",
+    "handing_on",
     "prepare_amount",
     "process_callbacks",
     "prune",

@@ -1,18 +1,25 @@
-"""Stored callbacks and the worker: the one route to verification, the task that verifies, and the sweep.
+"""Stored callbacks and the worker: the one route to verification, the job that verifies, and the sweep.
 
-The route: what stored or claimed a callback calls :func:`hand_on` after the commit, and the callback goes
-in a ``paycollect.process_callbacks`` message, from this process's publisher thread (:mod:`.outbox`) or,
-where that cannot take it, from the caller's request; eager Celery runs it inline. Whatever is lost on the
-way stays in the database, and the sweep (:func:`sweep`, every minute) hands it on again: the only fallback.
+The route: what stored or claimed a callback calls :func:`hand_on` after the commit (the callback view, in
+:func:`handing_on`), and the callback goes to the project's runner (:mod:`.runners`). On Celery, in a
+``paycollect.process_callbacks`` message, from this process's publisher thread (:mod:`.outbox`) or, where
+that cannot take it, from the caller's request; eager Celery runs it inline. On Django's task framework, as
+an enqueued ``process_callbacks`` task: on django-tasks-db's backend its row is written in the transaction
+that stores the callback, so the two commit together; on another backend, after the commit. Whatever is
+lost on the way stays in the database, and the sweep (:func:`sweep`, every minute) hands it on again: the
+only fallback.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
 from typing import Any, NoReturn
 
-from celery import shared_task
+from django.db import router, transaction
 
 from ..conf import paycollect_settings
 from ..services.callback_ledger import (
@@ -26,6 +33,7 @@ from ..services.callback_ledger import (
 from ..services.config import cached_communities
 from .delivery import REDELIVERABLE, recording_task_id
 from .outbox import Publisher, threads_run
+from .runners import in_callbacks_transaction, job, on_django, send
 
 logger = logging.getLogger("django_paycollect.tasks")
 
@@ -43,8 +51,12 @@ def hand_on(callback_id: int, *, force: bool = False) -> None:
     This process's publisher publishes it from its own thread; it is published in the caller's request
     instead with eager Celery (verified here and now), ``CALLBACK_PUBLISH_BUFFER`` 0 or full, uWSGI without
     threads, and ``force`` (a person asked: a fetch made moments ago does not defer it). A publish that
-    fails leaves it *received* for the sweep: nothing is lost and the sender still gets its 200.
+    fails leaves it *received* for the sweep: nothing is lost and the sender still gets its 200. On Django's
+    task framework it is enqueued here and now (one row on the database's backend).
     """
+    if on_django():
+        _share_out([callback_id], force=force)
+        return
     try:
         buffer = paycollect_settings.count("CALLBACK_PUBLISH_BUFFER")
         buffered = not force and not _eager() and buffer > 0 and threads_run()
@@ -64,14 +76,32 @@ def hand_on(callback_id: int, *, force: bool = False) -> None:
     _share_out([callback_id], force=force)
 
 
+@contextmanager
+def handing_on(*, force: bool = False) -> Iterator[Callable[[int], None]]:
+    """Where a callback is stored and then handed on: yields the function to call with its id.
+
+    With the Django runner on django-tasks-db's backend, the block is a transaction and the callback's task
+    row is written in it: the stored callback and its task commit together, or neither does. Otherwise the
+    callback is handed on after the commit (:func:`hand_on`).
+    """
+    from ..models import ReceivedCallback
+
+    alias = in_callbacks_transaction()
+    if alias is None:
+        write = router.db_for_write(ReceivedCallback)
+        yield lambda pk: transaction.on_commit(partial(hand_on, pk, force=force), using=write)
+        return
+    with transaction.atomic(using=alias):
+        yield lambda pk: _share_out([pk], force=force)
+
+
 def _eager() -> bool:
     return bool(process_callbacks.app.conf.task_always_eager)
 
 
 def _publish(callback_ids: list[int], *, force: bool = False, countdown: float | None = None) -> None:
-    """One ``paycollect.process_callbacks`` message: every route's last step. Raises when not sent."""
-    options = {"countdown": countdown} if countdown is not None else {}
-    process_callbacks.apply_async((callback_ids, True) if force else (callback_ids,), **options)
+    """One ``process_callbacks`` message (or task): every route's last step. Raises when not sent."""
+    send("process_callbacks", *((callback_ids, True) if force else (callback_ids,)), countdown=countdown)
 
 
 #: This process's publisher. Nothing runs before its first callback: then it starts its thread and registers
@@ -111,7 +141,7 @@ def sweep(limit: int = SWEEP_BATCH) -> Sweep:
 
 # ignore_result: the callback's row holds the outcome. Queueing it then touches only the broker, never
 # the result backend, so a result store that is down cannot hold up (or fail) the callback view.
-@shared_task(name="paycollect.process_callbacks", ignore_result=True, **REDELIVERABLE)
+@job("process_callbacks", ignore_result=True, **REDELIVERABLE)
 def process_callbacks(self: Any, callback_ids: list[int], force: bool = False) -> dict[str, int]:
     """Verify stored callbacks against the service (``callback_ledger.run_verification``). Safe to run twice:
     verification is idempotent.
@@ -173,7 +203,7 @@ def _verify_later(callback_id: int, countdown: float, force: bool) -> None:
         )
 
 
-@shared_task(name="paycollect.sweep_callbacks", ignore_result=True, **REDELIVERABLE)
+@job("sweep_callbacks", ignore_result=True, **REDELIVERABLE)
 def sweep_callbacks(self: Any) -> dict[str, Any]:
     """Queue again the callbacks left received or queued too long (see :func:`sweep`).
 

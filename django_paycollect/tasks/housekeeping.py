@@ -1,20 +1,19 @@
-"""Reconciliation and pruning."""
+"""Reconciliation (fanned out in chunks on the project's runner) and pruning."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from celery import shared_task
-
 from .. import reconciliation
 from ..reconciliation.pruning import BATCH_SIZE
 from .delivery import REDELIVERABLE, recording_task_id
+from .runners import job, send
 
 logger = logging.getLogger("django_paycollect.tasks")
 
 
-@shared_task(name="paycollect.reconcile", **REDELIVERABLE)
+@job("reconcile", **REDELIVERABLE)
 def reconcile(self: Any, community_id: str | None = None, older_than: str = "30m") -> dict[str, Any]:
     """Settle what is uncertain (see ``reconciliation.reconcile``); returns the summary."""
     with recording_task_id(self):
@@ -22,14 +21,14 @@ def reconcile(self: Any, community_id: str | None = None, older_than: str = "30m
             community_id=community_id,
             older_than=reconciliation.parse_age(older_than),
             # Large backlogs go to every worker in chunks rather than through this one task.
-            fan_out=lambda pks: reconcile_chunk.delay(pks),
+            fan_out=lambda pks: send("reconcile_chunk", pks),
         )
     for line in summary.lines():
         logger.info("%s", line)
     return summary.as_dict()
 
 
-@shared_task(name="paycollect.reconcile_chunk", **REDELIVERABLE)
+@job("reconcile_chunk", **REDELIVERABLE)
 def reconcile_chunk(self: Any, pks: list[int]) -> dict[str, Any]:
     """Fetch the open transactions among ``pks``: a chunk of a large reconcile run."""
     with recording_task_id(self):
@@ -39,7 +38,7 @@ def reconcile_chunk(self: Any, pks: list[int]) -> dict[str, Any]:
     return summary.as_dict()
 
 
-@shared_task(name="paycollect.prune", **REDELIVERABLE)
+@job("prune", **REDELIVERABLE)
 def prune(
     self: Any,
     older_than: str = "90d",

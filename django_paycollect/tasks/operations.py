@@ -8,7 +8,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from celery import shared_task
 from django.apps import apps
 
 from .. import services
@@ -33,13 +32,14 @@ from .delivery import (
     user_by_id,
     write_once,
 )
+from .runners import job
 
 logger = logging.getLogger("django_paycollect.tasks")
 
 # --- reads -------------------------------------------------------------------------------------
 
 
-@shared_task(name="paycollect.prepare_amount", **READ_TASK)
+@job("prepare_amount", **READ_TASK)
 def prepare_amount(
     self: Any,
     amount: str,
@@ -60,7 +60,7 @@ def prepare_amount(
     return amount_text(total)
 
 
-@shared_task(name="paycollect.sync_transaction", **READ_TASK)
+@job("sync_transaction", **READ_TASK)
 def sync_transaction(
     self: Any,
     transaction_id: int | None = None,
@@ -75,7 +75,7 @@ def sync_transaction(
     return transaction_result(txn)
 
 
-@shared_task(name="paycollect.validate_promocode", **READ_TASK)
+@job("validate_promocode", **READ_TASK)
 def validate_promocode(
     self: Any,
     name: str,
@@ -106,7 +106,7 @@ def validate_promocode(
     }
 
 
-@shared_task(name="paycollect.fetch_statistics", **READ_TASK)
+@job("fetch_statistics", **READ_TASK)
 def fetch_statistics(self: Any, community_id: str | None = None) -> dict[str, Any]:
     """Read the dashboard statistics and keep them as a StatisticsSnapshot."""
     snapshot: StatisticsSnapshot = read_with_retries(self, lambda: services.fetch_statistics(community_id))
@@ -122,7 +122,7 @@ def fetch_statistics(self: Any, community_id: str | None = None) -> dict[str, An
 # --- state-changing operations -----------------------------------------------------------------------
 
 
-@shared_task(name="paycollect.start_payment", **WRITE_TASK)
+@job("start_payment", **WRITE_TASK)
 def start_payment(
     self: Any,
     amount: str,
@@ -145,7 +145,7 @@ def start_payment(
     return write_once(self, call)
 
 
-@shared_task(name="paycollect.create_direct_order", **WRITE_TASK)
+@job("create_direct_order", **WRITE_TASK)
 def create_direct_order(self: Any, user_id: Any = None, **fields: Any) -> dict[str, Any]:
     """Create a direct order; ``fields`` as for ``services.create_direct_order``, amounts as strings."""
     return write_once(
@@ -153,7 +153,7 @@ def create_direct_order(self: Any, user_id: Any = None, **fields: Any) -> dict[s
     )
 
 
-@shared_task(name="paycollect.capture", **WRITE_TASK)
+@job("capture", **WRITE_TASK)
 def capture(self: Any, transaction_id: int, user_id: Any = None) -> dict[str, Any]:
     """Capture a successful transaction."""
 
@@ -164,7 +164,7 @@ def capture(self: Any, transaction_id: int, user_id: Any = None) -> dict[str, An
     return write_once(self, call)
 
 
-@shared_task(name="paycollect.refund", **WRITE_TASK)
+@job("refund", **WRITE_TASK)
 def refund(
     self: Any,
     transaction_id: int,
@@ -190,7 +190,7 @@ def refund(
     return write_once(self, call)
 
 
-@shared_task(name="paycollect.cancel_recurring", **WRITE_TASK)
+@job("cancel_recurring", **WRITE_TASK)
 def cancel_recurring(self: Any, series_id: int, user_id: Any = None) -> dict[str, Any]:
     """Stop future charges of a recurring series."""
 
@@ -201,7 +201,7 @@ def cancel_recurring(self: Any, series_id: int, user_id: Any = None) -> dict[str
     return write_once(self, call)
 
 
-@shared_task(name="paycollect.create_community", **WRITE_TASK)
+@job("create_community", **WRITE_TASK)
 def create_community(
     self: Any,
     name: str,

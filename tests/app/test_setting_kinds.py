@@ -62,6 +62,8 @@ KINDS: dict[str, tuple[str, str]] = {
     "API_PAGE_SIZE": ("count", "12"),
     "METRICS": ("flag or none", "true"),
     "METRICS_TOKENS": ("list", "a-metrics-token-0123456789"),
+    "TASK_RUNNER": ("runner", "Django"),
+    "ALLOW_IMMEDIATE_TASKS": ("flag", "true"),
 }
 #: Checks that may refuse a value read as the table says, for what it is rather than its spelling (an address
 #: that is no URL, a token too short, a key too weak, a required key left out).
@@ -71,6 +73,7 @@ VALIDITY = {
     "COMMUNITY_ID": {"paycollect.E003"},
     "TRUSTED_PROXIES": {"paycollect.E008"},
     "ENCRYPTION_KEYS": {"paycollect.E016"},
+    "TASK_RUNNER": {"paycollect.E022", "paycollect.E023"},  # "django" with no TASKS setting
 }
 WORD = "not-a-number"
 SPELLINGS = ["text", "list", "tuple", "bytes", "number as text", "none", "word"]
@@ -117,6 +120,8 @@ def expected(key: str, spelling: str) -> Any:
         return {"true": True, "false": False, "1": True}.get(one, REFUSED) if texts else REFUSED
     if kind == "method":
         return one.upper() if texts and one.upper() in ("GET", "POST") else REFUSED
+    if kind == "runner":
+        return one.lower() if texts and one.lower() in ("celery", "django") else REFUSED
     if kind == "currency":
         return one.upper() if texts and one.upper() in ("USD", "EGP") else REFUSED
     if kind == "amount":
