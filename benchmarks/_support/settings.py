@@ -58,3 +58,10 @@ if os.environ.get("PAYCOLLECT_BENCH_BROKER"):
     CELERY_IMPORTS = ["benchmarks._support.bare_tasks"]
     CELERY_TASK_ROUTES = {"paycollect_bench.bare_verify": {"queue": "paycollect-bench-orm"}}
     PAYCOLLECT = {**PAYCOLLECT, **json.loads(os.environ.get("PAYCOLLECT_BENCH_PAYCOLLECT") or "{}")}
+
+if os.environ.get("PAYCOLLECT_BENCH_TASKS") == "db":
+    # task_runners.py: Django's task framework on the benchmark's database (django-tasks-db), for the
+    # processes whose PAYCOLLECT (above) says TASK_RUNNER "django"; the others keep Celery.
+    if "django_tasks_db" not in INSTALLED_APPS:
+        INSTALLED_APPS = [*INSTALLED_APPS, "django_tasks_db"]
+    TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
