@@ -121,8 +121,9 @@ test-postgres: $(STAMP)
 	env -u PAYCOLLECT_TEST_REDIS $(PYTEST) $(XDIST) -m "database and not browser" $(PYTEST_ARGS)
 	env -u PAYCOLLECT_TEST_REDIS $(RECEIVERS)
 
-# Real Redis broker and Celery worker processes against PostgreSQL (tests/worker), in one pytest process:
-# the tests start the workers themselves.
+# Real Redis broker and Celery worker processes against PostgreSQL (tests/worker), and the Django runner's
+# db_worker processes on PostgreSQL and on an SQLite file (tests/worker/test_db_worker*.py: no Redis needed,
+# PYTEST_ARGS="-k db_worker" runs them alone), in one pytest process: the tests start the workers themselves.
 # Needs PAYCOLLECT_TEST_POSTGRES and PAYCOLLECT_TEST_REDIS: eval "$$(bash .ci/postgres.sh)"; eval "$$(bash .ci/redis.sh)"
 test-worker: $(STAMP)
 	@test -n "$$PAYCOLLECT_TEST_POSTGRES" -a -n "$$PAYCOLLECT_TEST_REDIS" || { echo "set PAYCOLLECT_TEST_POSTGRES and PAYCOLLECT_TEST_REDIS (see .ci/postgres.sh, .ci/redis.sh)"; exit 2; }
