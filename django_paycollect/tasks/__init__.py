@@ -1,7 +1,10 @@
-"""Celery tasks: thin callers of the service layer, one per operation, plus callbacks and housekeeping.
+"""The app's jobs: thin callers of the service layer, one per operation, plus callbacks and housekeeping.
 
-The project's Celery app discovers these tasks (``app.autodiscover_tasks()``); with
-``CELERY_TASK_ALWAYS_EAGER`` they run inline, which is what the demo and the tests use. Every task
+Each job is written once and runs on the project's runner (:mod:`.runners`, ``PAYCOLLECT["TASK_RUNNER"]``):
+Celery, whose tasks these names are (``paycollect.<job>``), or Django's task framework, whose tasks of the
+same names are in :mod:`.on_django` (imported only by that runner). The project's Celery app discovers these
+tasks (``app.autodiscover_tasks()``); with ``CELERY_TASK_ALWAYS_EAGER`` they run inline, which is what the
+demo and the tests use. Every task
 stores its id on the ApiCall rows it causes (``services.calls.current_task_id``), so the admin shows which
 task made which call.
 
