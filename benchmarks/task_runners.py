@@ -193,7 +193,7 @@ def run(workdir: Path, stack: contextlib.ExitStack, args: argparse.Namespace) ->
     unused = iter(uuids)
     names = list(RUNNERS)
     for rate in args.rates:
-        began = time.monotonic()
+        at_rate = time.monotonic()
         key = f"{rate:g}"
         delays[key] = {runner: [] for runner in RUNNERS}
         rates[key] = {runner: [] for runner in RUNNERS}
@@ -224,7 +224,7 @@ def run(workdir: Path, stack: contextlib.ExitStack, args: argparse.Namespace) ->
             for runner in RUNNERS:
                 delays[key][runner].append(verification_delays("intake", chosen[runner]))
                 rates[key][runner].append(verified_rate(chosen[runner]))
-        print(f"(delays at {rate:g}/s: {time.monotonic() - began:.0f} s)", flush=True)
+        print(f"(delays at {rate:g}/s: {time.monotonic() - at_rate:.0f} s)", flush=True)
 
     fanned = fan_out(db_workers, uuids[: args.transactions], args)
     print(f"(all: {time.monotonic() - began:.0f} s)", flush=True)
