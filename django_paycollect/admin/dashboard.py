@@ -218,6 +218,8 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
             "jobs_not_run": reporting.housekeeping_not_run_yet(found.housekeeping),
             "jobs_how_to_start": reporting.housekeeping_how_to_start(),
             "late_after_intervals": LATE_AFTER_INTERVALS,
+            # Django's task framework has no beat: the jobs are the commands its timers or cron run.
+            "jobs_without_beat": reporting.housekeeping_without_beat(),
             "statistics": self._statistics(request, found),
             "started_all_url": self._changelist(
                 request, "paycollect.transaction", {**community_filter, **started}

@@ -41,6 +41,7 @@ from .health import (
     housekeeping,
     housekeeping_how_to_start,
     housekeeping_not_run_yet,
+    housekeeping_without_beat,
     needs_a_person,
     stuck_callbacks,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "housekeeping",
     "housekeeping_how_to_start",
     "housekeeping_not_run_yet",
+    "housekeeping_without_beat",
     "needs_a_person",
     "period",
     "report",

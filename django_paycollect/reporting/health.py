@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from .. import reconciliation
+from ..conf import paycollect_settings
 from ..models import (
     DirectOrder,
     HousekeepingRun,
@@ -348,8 +349,20 @@ class Housekeeping:
         from .report import duration_text
 
         values = {"age": duration_text(self.idle_for), "interval": duration_text(self.interval)}
-        # Whole sentences per job, so that each language can word them as it must.
-        if self.job == HousekeepingRun.SWEEP:
+        # Whole sentences per job and runner, so that each language can word them as it must. On Django's
+        # task framework there is no beat: the jobs are the commands its timers or cron run.
+        if housekeeping_without_beat():
+            if self.job == HousekeepingRun.SWEEP:
+                text = gettext(
+                    "The callback sweep last ran %(age)s ago, though it should run every %(interval)s: "
+                    "is its timer or cron line running manage.py paycollect_process_callbacks --stuck?"
+                )
+            else:
+                text = gettext(
+                    "Reconciliation last ran %(age)s ago, though it should run every %(interval)s: "
+                    "is its timer or cron line running manage.py paycollect_reconcile?"
+                )
+        elif self.job == HousekeepingRun.SWEEP:
             text = gettext(
                 "The callback sweep last ran %(age)s ago, though it should run every %(interval)s: "
                 "is celery beat running, with the sweep in its schedule, and a worker?"
@@ -379,8 +392,20 @@ def housekeeping_not_run_yet(jobs: list[Housekeeping]) -> str | None:
     return None
 
 
+def housekeeping_without_beat() -> bool:
+    """Whether the site runs its jobs on Django's task framework (``TASK_RUNNER`` ``"django"``): no beat,
+    the periodic jobs from timers or cron."""
+    return bool(paycollect_settings.TASK_RUNNER == "django")
+
+
 def housekeeping_how_to_start() -> str:
     """How the periodic jobs are started: the note's second sentence, the check's hint."""
+    if housekeeping_without_beat():
+        return gettext(
+            "To run them, run manage.py paycollect_process_callbacks --stuck every minute and manage.py "
+            "paycollect_reconcile every 15 minutes, from systemd timers or cron (the deployment docs have "
+            "the units)."
+        )
     return gettext(
         "To run them, start celery beat with django_paycollect.schedules.BEAT_SCHEDULE in "
         "CELERY_BEAT_SCHEDULE, and a worker; or, without beat, run manage.py paycollect_process_callbacks "

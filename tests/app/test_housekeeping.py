@@ -301,6 +301,36 @@ def test_the_demo_warns_of_nothing_where_beat_never_ran(example_migrated, tmp_pa
     assert output.count("(paycollect.I001)") == 1, output
 
 
+def test_on_djangos_task_framework_the_warnings_name_the_timers_commands_not_beat(settings, admin_client):
+    """A site on Django's task framework has no beat: its periodic jobs are the commands its timers (or cron)
+    run. A stopped timer is told with the command to look for, never with celery beat."""
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "TASK_RUNNER": "django"}
+    ran(SWEEP, dt.timedelta(hours=1))
+    ran(RECONCILIATION, dt.timedelta(hours=2))
+    warnings = {job.job: job.warning() for job in reporting.housekeeping()}
+    assert warnings[SWEEP] == (
+        "The callback sweep last ran 1 h 0 min ago, though it should run every 1 min: is its timer or cron "
+        "line running manage.py paycollect_process_callbacks --stuck?"
+    )
+    assert warnings[RECONCILIATION] == (
+        "Reconciliation last ran 2 h 0 min ago, though it should run every 15 min: is its timer or cron line "
+        "running manage.py paycollect_reconcile?"
+    )
+    how = reporting.housekeeping_how_to_start()
+    assert "celery" not in how.lower()
+    assert "paycollect_process_callbacks --stuck" in how
+    assert "paycollect_reconcile" in how
+    assert "timers" in how
+    page = admin_client.get(DASHBOARD).content.decode()
+    assert "is its timer or cron line running manage.py paycollect_reconcile?" in page
+    assert "celery beat" not in page
+    assert "Run by the timers or cron lines of their commands" in page
+
+    settings.PAYCOLLECT = {**settings.PAYCOLLECT, "TASK_RUNNER": "celery"}
+    assert "is celery beat running" in reporting.housekeeping()[0].warning()
+    assert "start celery beat" in reporting.housekeeping_how_to_start()
+
+
 def test_the_report_says_so_in_text_and_json():
     ran(SWEEP, dt.timedelta(days=2))
     out = io.StringIO()
