@@ -42,6 +42,13 @@ def on_django(settings: Any) -> Any:
     return settings
 
 
+def django_tasks() -> Any:
+    """The app's Django tasks (imported when used: defining them validates them against TASKS)."""
+    from django_paycollect.tasks import on_django
+
+    return on_django
+
+
 def run_worker() -> None:
     """What ``manage.py db_worker --batch`` does, in this process: every task due, then exit."""
     call_command("db_worker", batch=True, startup_delay=False, interval=0, verbosity=0, reload=False)
@@ -138,7 +145,7 @@ def test_a_read_that_meets_the_service_down_is_retried_as_a_new_task_of_the_same
 ):
     sb = paycollect_in_process
     sb.control.fault("prepare_amount", "status", status=503, times=None)
-    first = tasks.on_django.prepare_amount.enqueue(amount="100.00")
+    first = django_tasks().prepare_amount.enqueue(amount="100.00")
     run_worker()
     assert DBTaskResult.objects.get(pk=first.id).return_value["retry_in"] > 0
     [retry] = DBTaskResult.objects.filter(status="READY")
@@ -179,14 +186,33 @@ def test_the_sweep_and_reconciliation_run_as_django_tasks(paycollect_in_process,
         dedupe_key=f"{txn.uuid}|SUCCESSFUL",
         next_attempt_at=timezone.now() - dt.timedelta(hours=1),
     )
-    tasks.on_django.sweep_callbacks.enqueue()
+    django_tasks().sweep_callbacks.enqueue()
     run_worker()  # the sweep enqueues it, and the same run verifies it
     stuck.refresh_from_db()
     assert stuck.state == CB.PROCESSED
 
-    reconciled = tasks.on_django.reconcile.enqueue(older_than="0s")
+    reconciled = django_tasks().reconcile.enqueue(older_than="0s")
     run_worker()
     assert DBTaskResult.objects.get(pk=reconciled.id).return_value["errors"] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reconciliation_fans_out_in_chunk_tasks_on_the_django_runner(
+    paycollect_in_process, pay, on_django, monkeypatch
+):
+    monkeypatch.setattr("django_paycollect.reconciliation.steps.CHUNK_SIZE", 2)
+    txns = [pay("10.00") for _ in range(3)]
+    for txn in txns:
+        paycollect_in_process.control.complete(txn.uuid)
+    Transaction.objects.update(created_at=timezone.now() - dt.timedelta(hours=1))
+    reconciled = django_tasks().reconcile.enqueue(older_than="0s")
+    run_worker()  # the run, then its two chunks, each a task of its own
+
+    assert DBTaskResult.objects.get(pk=reconciled.id).return_value["chunks"] == 2
+    chunks = DBTaskResult.objects.filter(task_path="django_paycollect.tasks.on_django.reconcile_chunk")
+    assert sorted(len(chunk.args_kwargs["args"][0]) for chunk in chunks) == [1, 2]
+    assert {chunk.status for chunk in chunks} == {"SUCCESSFUL"}
+    assert set(Transaction.objects.values_list("status", flat=True)) == {Transaction.SUCCESSFUL}
 
 
 # --- the checks -------------------------------------------------------------------------------------------
