@@ -16,7 +16,7 @@ from ..exceptions import NotFound
 from ..ids import canonical_uuid
 from ..models import ReceivedCallback, Transaction
 from ..services.callback_ledger import community_of
-from ..services.common import primary
+from ..services.common import primary, unique
 from ..services.upserts import take_fetch_turn
 
 logger = logging.getLogger("django_paycollect.returns")
@@ -50,7 +50,7 @@ def verified_status(uuid: str) -> str:
     * A uuid the service does not know stays PENDING too: that is no evidence that nothing was charged.
     """
     uuid = canonical_uuid(uuid)
-    txn = primary(Transaction).filter(uuid=uuid).first()
+    txn = unique(Transaction, uuid=uuid)
     if txn is not None and txn.status not in (*Transaction.OPEN_STATUSES, Transaction.FAILED):
         return public_status(txn)  # SUCCESSFUL never moves again (nor does a payment without a uuid)
     heard_of = None

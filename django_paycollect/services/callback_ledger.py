@@ -35,7 +35,7 @@ from ..ids import canonical_uuid
 from ..models import Community, DirectOrder, FetchMark, HousekeepingRun, ReceivedCallback, Transaction
 from ..secrecy import scrub_error
 from .calls import current_task_id
-from .common import atomic, primary
+from .common import atomic, primary, unique
 from .housekeeping import record_run
 from .sync import apply_fetched, fetch_transaction, record_fetch_alone
 from .upserts import insert_callback, take_fetch_turn
@@ -412,7 +412,7 @@ def verify_callback(callback_id: int, *, force: bool = False) -> ReceivedCallbac
     """
     # Read without a lock: a lock would end with its transaction, before anything below. A run that
     # finishes first is left as it recorded by the guarded write of mark_verified.
-    callback = primary(ReceivedCallback).filter(pk=callback_id).first()
+    callback = unique(ReceivedCallback, pk=callback_id)
     if callback is None:
         raise ReceivedCallback.DoesNotExist(f"no stored callback #{callback_id}")
     if callback.state in (
@@ -424,7 +424,7 @@ def verify_callback(callback_id: int, *, force: bool = False) -> ReceivedCallbac
 
     uuid = callback.transaction_uuid
     asked = callback.queued_at or callback.received_at
-    known = primary(Transaction).filter(uuid=uuid).first() if uuid else None
+    known = unique(Transaction, uuid=uuid) if uuid else None
     if known is not None and known.fetch_sent_at is not None and known.fetch_sent_at >= asked:
         # Fetched after this callback was queued: what the service said then answers it too.
         when = f"{known.fetch_sent_at:%Y-%m-%d %H:%M:%S}"

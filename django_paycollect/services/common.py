@@ -54,6 +54,15 @@ def primary(model: type[M]) -> Manager[M]:
     return model._default_manager.db_manager(write_alias(model))
 
 
+def unique(model: type[M], **lookup: Any) -> M | None:
+    """The row of ``model`` a unique ``lookup`` names, read on its write database, or None. ``get()``, not
+    ``first()``: a unique lookup needs no ORDER BY, and compiling one was a good part of a read's cost."""
+    try:
+        return primary(model).get(**lookup)
+    except model.DoesNotExist:  # type: ignore[attr-defined]
+        return None
+
+
 def atomic(model: type[Model] = Transaction) -> transaction.Atomic:
     """``transaction.atomic`` on ``model``'s write database (not the default alias, where a project's router
     may not put the app's models)."""

@@ -23,7 +23,7 @@ from ..exceptions import (
 from ..models import (
     Community,
 )
-from .common import primary
+from .common import unique
 
 # --- configuration and clients ----------------------------------------------------------
 
@@ -78,7 +78,7 @@ def community_config(community_id: str | None = None) -> CommunityConfig:
 
 def _community_config(wanted: str, default_id: str | None) -> CommunityConfig:
     # The credentials of the database that is written: a community just saved is there, not on a replica.
-    row = primary(Community).filter(community_id=wanted).first()
+    row = unique(Community, community_id=wanted)
     if row is not None and row.api_key_encrypted:
         try:
             return CommunityConfig(

@@ -22,7 +22,7 @@ from ..ids import canonical_uuid
 from ..models import ApiCall, RecurringSeries, Transaction
 from ..models.fields import json_safe
 from .calls import recorded_read
-from .common import atomic, lock_row, logger, primary, savepoint_if_atomic, send_after_commit
+from .common import atomic, lock_row, logger, primary, savepoint_if_atomic, send_after_commit, unique
 from .config import community_config, get_client
 from .status import apply_status
 
@@ -52,7 +52,7 @@ def sync_transaction(
     if txn is None:
         if not uuid:
             raise ValueError("sync_transaction needs a transaction or a uuid")
-        txn = primary(Transaction).filter(uuid=uuid).first()
+        txn = unique(Transaction, uuid=uuid)
     return sync_stored(
         txn,
         uuid,
