@@ -33,7 +33,7 @@ from ..services.callback_ledger import (
 from ..services.config import cached_communities
 from .delivery import REDELIVERABLE, recording_task_id
 from .outbox import Publisher, threads_run
-from .runners import in_callbacks_transaction, job, on_django, send
+from .runners import in_callbacks_transaction, job, send, uses_django
 
 logger = logging.getLogger("django_paycollect.tasks")
 
@@ -54,7 +54,7 @@ def hand_on(callback_id: int, *, force: bool = False) -> None:
     fails leaves it *received* for the sweep: nothing is lost and the sender still gets its 200. On Django's
     task framework it is enqueued here and now (one row on the database's backend).
     """
-    if on_django():
+    if uses_django():
         _share_out([callback_id], force=force)
         return
     try:

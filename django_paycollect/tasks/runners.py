@@ -64,7 +64,7 @@ def runner() -> str:
     return str(paycollect_settings.TASK_RUNNER)
 
 
-def on_django() -> bool:
+def uses_django() -> bool:
     return runner() == "django"
 
 
@@ -91,7 +91,7 @@ def in_callbacks_transaction() -> str | None:
     """The database alias where a callback's task row can be written in the transaction that stores the
     callback: the Django runner, on django-tasks-db's backend, writing to the database of the app's
     callbacks. None otherwise (the callback is handed on after the commit)."""
-    if not on_django():
+    if not uses_django():
         return None
     try:
         from django_tasks_db.backend import DatabaseBackend
@@ -109,7 +109,7 @@ def in_callbacks_transaction() -> str | None:
 def send(name: str, *args: Any, countdown: float | None = None, **kwargs: Any) -> None:
     """Queue the job ``name`` on the project's runner, due in ``countdown`` seconds. Raises when it could
     not be queued."""
-    if on_django():
+    if uses_django():
         _enqueue(name, args, kwargs, countdown)
         return
     options = {"countdown": countdown} if countdown is not None else {}
