@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -201,3 +202,30 @@ def _pings(client: Any) -> bool:
         return bool(client.ping())
     except Exception:
         return False
+
+
+def worker_command(
+    name: str, queue: str, directory: Path, concurrency: int = 2, beat: bool = False, lean: bool = True
+) -> list[str]:
+    """The ``celery worker`` command of the suite's workers (see ``start_worker``); an embedded beat keeps
+    its schedule in ``directory``."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "tests.worker.celery_app",
+        "worker",
+        "-P",
+        "prefork",
+        "-c",
+        str(concurrency),
+        "-n",
+        name,
+        "-Q",
+        queue,
+        *(["--without-gossip", "--without-mingle", "--without-heartbeat"] if lean else []),
+        "-l",
+        "info",
+        *(["-B", "-s", str(directory / f"{name.split('@')[0]}-beat-schedule")] if beat else []),
+    ]

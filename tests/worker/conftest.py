@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ import requests
 from celery import Celery
 
 from tests.servers import free_port, gunicorn_command
-from tests.support.worker import REDIS_URL, ROOT, Web, Worker, wait_for, worker_environment
+from tests.support.worker import REDIS_URL, ROOT, Web, Worker, wait_for, worker_command, worker_environment
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -55,33 +54,6 @@ def producer(worker_queue: str) -> Iterator[Celery]:
     app.conf.update(task_default_queue=worker_queue, broker_connection_retry_on_startup=True)
     yield app
     app.close()
-
-
-def worker_command(
-    name: str, queue: str, directory: Path, concurrency: int = 2, beat: bool = False, lean: bool = True
-) -> list[str]:
-    """The ``celery worker`` command of the suite's workers (see ``start_worker``); an embedded beat keeps
-    its schedule in ``directory``."""
-    return [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "tests.worker.celery_app",
-        "worker",
-        "-P",
-        "prefork",
-        "-c",
-        str(concurrency),
-        "-n",
-        name,
-        "-Q",
-        queue,
-        *(["--without-gossip", "--without-mingle", "--without-heartbeat"] if lean else []),
-        "-l",
-        "info",
-        *(["-B", "-s", str(directory / f"{name.split('@')[0]}-beat-schedule")] if beat else []),
-    ]
 
 
 @pytest.fixture

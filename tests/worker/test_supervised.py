@@ -25,8 +25,7 @@ from typing import Any
 import pytest
 from django.db.models import Count
 
-from tests.support.worker import ROOT, ThrowawayRedis, wait_for, worker_environment
-from tests.worker.conftest import worker_command
+from tests.support.worker import ROOT, ThrowawayRedis, wait_for, worker_command, worker_environment
 from tests.worker.test_durability import (
     CB,
     REQUEUE_AFTER,
