@@ -177,22 +177,26 @@ class PayCollectConfigurationError(ImproperlyConfigured):
 #: whether the operation sends the basic credentials too. Names settings and the community, never a secret.
 CREDENTIALS_REFUSED = {
     ("settings", False): _(
-        "The payment service refused the credentials of community %(community)s with an HTTP %(status)s answer: check "
+        "The payment service refused the credentials of community %(community)s with an HTTP %(status)s "
+        "answer: check "
         'PAYCOLLECT["API_KEY"], and that PAYCOLLECT["COMMUNITY_ID"] is the community this key belongs to '
         "(manage.py paycollect_check_credentials tries them)."
     ),
     ("settings", True): _(
-        "The payment service refused the credentials of community %(community)s with an HTTP %(status)s answer: check "
+        "The payment service refused the credentials of community %(community)s with an HTTP %(status)s "
+        "answer: check "
         'PAYCOLLECT["API_KEY"] and PAYCOLLECT["BASIC_CREDENTIALS"], and that PAYCOLLECT["COMMUNITY_ID"] is '
         "the community they belong to (manage.py paycollect_check_credentials tries them)."
     ),
     ("community", False): _(
-        "The payment service refused the credentials of community %(community)s with an HTTP %(status)s answer: check "
+        "The payment service refused the credentials of community %(community)s with an HTTP %(status)s "
+        "answer: check "
         "the API key of its row in the admin (Payment collection, Communities, %(community)s), and that "
         "the key belongs to this community (manage.py paycollect_check_credentials tries them)."
     ),
     ("community", True): _(
-        "The payment service refused the credentials of community %(community)s with an HTTP %(status)s answer: check "
+        "The payment service refused the credentials of community %(community)s with an HTTP %(status)s "
+        "answer: check "
         "the API key and the basic credentials of its row in the admin (Payment collection, Communities, "
         "%(community)s), and that they belong to this community (manage.py paycollect_check_credentials "
         "tries them)."
