@@ -45,7 +45,7 @@ STEPS = (
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--callbacks", type=int, default=300, help="verifications of each kind (default 300)")
+    parser.add_argument("--callbacks", type=int, default=200, help="verifications of each kind (default 200)")
     args = parser.parse_args()
     with temp_workdir() as workdir:
         sandbox = start_sandbox(Path(workdir) / "sandbox")

@@ -101,7 +101,7 @@ def main() -> int:
     )
     parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers of each (default 2)")
     parser.add_argument(
-        "--transactions", type=int, default=1000, help="open payments of the fan-out (default 1000)"
+        "--transactions", type=int, default=500, help="open payments of the fan-out (default 500)"
     )
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed (none here)")
     args = parser.parse_args()
