@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import urlencode
 
+from django.apps import apps
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
@@ -231,15 +232,10 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
     def _changelist(self, request: HttpRequest, model: str, query: dict[str, str]) -> str | None:
         """The admin changelist listing exactly these, when this user may see it."""
         app_label, model_name = model.split(".")
-        registered = next(
-            (
-                model_admin
-                for klass, model_admin in self.admin_site._registry.items()
-                if klass._meta.app_label == app_label and klass._meta.model_name == model_name
-            ),
-            None,
-        )
-        if registered is None or not registered.has_view_or_change_permission(request):
+        klass = apps.get_model(app_label, model_name)
+        if not self.admin_site.is_registered(klass):
+            return None
+        if not self.admin_site.get_model_admin(klass).has_view_or_change_permission(request):
             return None
         try:
             url = reverse(f"{self.admin_site.name}:{app_label}_{model_name}_changelist")

@@ -97,6 +97,26 @@ def redact_callback_path(path: str) -> str:
     return f"{head}/{REDACTED}{slash}{mark}{query}"
 
 
+class CallbackPathFilter(logging.Filter):
+    """Put on ``django.request`` by the app (``ready()``), which logs the path of every answer of 400 and
+    above: a callback URL's 4xx is not written there (the view writes its own line, without the token), and
+    a 5xx is written with the token redacted (:func:`redact_callback_path`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        request = getattr(record, "request", None)
+        path, path_info = getattr(request, "path", None), getattr(request, "path_info", None)
+        if not (isinstance(path, str) and isinstance(path_info, str) and isinstance(record.args, tuple)):
+            return True
+        safe = path[: len(path) - len(path_info)] + redact_callback_path(path_info)
+        if safe == path:
+            return True
+        if getattr(record, "status_code", 500) < 500:
+            return False
+        spellings = {path, path.encode("unicode_escape").decode("ascii")}  # Django may write it escaped
+        record.args = tuple(safe if arg in spellings else arg for arg in record.args)
+        return True
+
+
 # --- client IP and headers -------------------------------------------------------------------------
 
 

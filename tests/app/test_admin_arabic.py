@@ -23,6 +23,7 @@ from urllib.parse import urlencode
 
 import django
 import pytest
+from django.apps import apps
 from django.contrib import admin
 from django.contrib.admin.utils import flatten_fieldsets
 from django.contrib.contenttypes.models import ContentType
@@ -66,9 +67,8 @@ def default_labels() -> frozenset[str]:
     """The labels Django makes of names when nothing else is given: every field of the app's models, every
     column, field, filter and action of its model admins ("Created at", "Uuid display", "Settle failed")."""
     labels = set()
-    for model, model_admin in admin.site._registry.items():
-        if model._meta.app_label != "paycollect":
-            continue
+    for model in registered():
+        model_admin = admin.site.get_model_admin(model)
         names = {field.name for field in model._meta.get_fields()}
         names |= {name for name in model_admin.list_display if isinstance(name, str)}
         names |= set(model_admin.readonly_fields) | set(model_admin.fields or ())
@@ -385,7 +385,8 @@ def populated(admin_user: Any) -> dict[str, Any]:
 
 
 def registered() -> list[type]:
-    return [model for model in admin.site._registry if model._meta.app_label == "paycollect"]
+    models = apps.get_app_config("paycollect").get_models()
+    return [model for model in models if admin.site.is_registered(model)]
 
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("arabic", "populated")]

@@ -138,7 +138,7 @@ def test_every_code_block_of_the_arabic_admin_s_change_pages_is_left_to_right(ad
     )
     seen = 0
     for model in (Transaction, ReceivedCallback, ApiCall):
-        assert model in admin.site._registry
+        assert admin.site.is_registered(model)
         for obj in model.objects.all():
             page = admin_client.get(
                 reverse(f"admin:paycollect_{model._meta.model_name}_change", args=[obj.pk])

@@ -17,6 +17,7 @@ from django.db import OperationalError, connections
 from django.urls import reverse
 
 from django_paycollect import tasks
+from django_paycollect.client.redaction import REDACTED
 from django_paycollect.conf import DEFAULTS
 from django_paycollect.intake import receive
 from django_paycollect.models import Community, ReceivedCallback, Transaction
@@ -198,6 +199,9 @@ def test_a_database_failure_answers_503_so_the_sender_tries_again(client, caplog
         response = post(client, body_for())
     assert response.status_code == 503
     assert CALLBACK_TOKEN not in caplog.text
+    # Django's line for a 5xx stays, with the token redacted by the app's filter on django.request.
+    served = [r.getMessage() for r in caplog.records if r.name == "django.request"]
+    assert served == [f"Service Unavailable: {URL.replace(CALLBACK_TOKEN, REDACTED)}"]
 
 
 @pytest.mark.django_db
@@ -209,6 +213,8 @@ def test_the_token_never_reaches_a_log_even_for_refused_callbacks(client, caplog
     post(client, body_for())
     assert caplog.records  # something was logged...
     assert CALLBACK_TOKEN not in caplog.text  # ...never the token (django.request would log the path)
+    # Django's own 4xx lines are left out: the view wrote its own, without the token.
+    assert not [r.getMessage() for r in caplog.records if r.name == "django.request"]
 
 
 @pytest.mark.django_db
