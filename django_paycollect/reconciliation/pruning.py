@@ -119,7 +119,7 @@ def _delete_in_batches(
     deleted = batches = 0
     # Every statement is bounded below by a key, the first batch by the table's first one: without it
     # SQLite reads the whole created_at index (and sorts it) to find the first batch.
-    first = queryset.model._base_manager.using(using).order_by("pk").values_list("pk", flat=True)[:1]
+    first = queryset.model._default_manager.using(using).order_by("pk").values_list("pk", flat=True)[:1]
     start = next(iter(first), None)
     if start is None:
         return 0, 0
