@@ -351,6 +351,7 @@ def check_callbacks_left_unverified(
     """Stored callbacks that did not move on: stuck ones (the sweep should have queued them again) and
     failed ones (a person should look). A database check: ``check --database default``."""
     from .models import ReceivedCallback
+    from .reporting.health import sweep_question
     from .services.callback_ledger import stuck_filter
 
     messages: list[CheckMessage] = []
@@ -366,9 +367,8 @@ def check_callbacks_left_unverified(
                     f"{stuck} callback(s) in database {alias!r} are waiting for verification longer than "
                     "they should (received but not queued, or queued and overdue by "
                     "CALLBACK_REQUEUE_AFTER).",
-                    hint="Is celery beat running with django_paycollect.schedules.BEAT_SCHEDULE (its sweep "
-                    "queues them again), and a worker? `manage.py paycollect_process_callbacks --stuck` "
-                    "verifies them now; the admin's callback list filters them (waiting: stuck).",
+                    hint=f"{sweep_question()} `manage.py paycollect_process_callbacks --stuck` verifies "
+                    "them now; the admin's callback list filters them (waiting: stuck).",
                     id="paycollect.W005",
                 )
             )
@@ -412,10 +412,7 @@ def check_housekeeping_runs(
     return messages + [
         Warning(
             job.warning(),
-            hint="Start celery beat with django_paycollect.schedules.BEAT_SCHEDULE in CELERY_BEAT_SCHEDULE, "
-            "and a worker (see the Celery page of the docs); the admin's dashboard shows when each job last "
-            "ran. A site without beat runs `manage.py paycollect_process_callbacks --stuck` and "
-            "`manage.py paycollect_reconcile` from cron, as often as its beat entries say.",
+            hint=f"{housekeeping_how_to_start()} The admin's dashboard shows when each job last ran.",
             id="paycollect.W007",
         )
         for job in jobs

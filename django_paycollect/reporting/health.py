@@ -413,6 +413,19 @@ def housekeeping_how_to_start() -> str:
     )
 
 
+def sweep_question() -> str:
+    """What re-queues stuck callbacks on this site's runner, asked (check W005's hint)."""
+    if housekeeping_without_beat():
+        return (
+            "Are a db_worker and the sweep's timer or cron line (`manage.py paycollect_process_callbacks "
+            "--stuck`, every minute) running?"
+        )
+    return (
+        "Is celery beat running with django_paycollect.schedules.BEAT_SCHEDULE (its sweep queues them "
+        "again), and a worker?"
+    )
+
+
 def housekeeping(now: dt.datetime | None = None) -> list[Housekeeping]:
     """When the sweep and reconciliation last ran, and whether either is late: run, and then not for more
     than :data:`LATE_AFTER_INTERVALS` of the interval of its beat entry (``schedules.beat_interval``). One

@@ -21,7 +21,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from django_paycollect import reconciliation, reporting, tasks
-from django_paycollect.models import HousekeepingRun
+from django_paycollect.models import HousekeepingRun, ReceivedCallback
 from django_paycollect.reporting.health import LATE_AFTER_INTERVALS
 from django_paycollect.schedules import BEAT_SCHEDULE, beat_interval
 from django_paycollect.services.housekeeping import record_run
@@ -328,8 +328,23 @@ def test_on_djangos_task_framework_the_warnings_name_the_timers_commands_not_bea
     assert "is its timer or cron line running manage.py paycollect_reconcile?" in page
     assert "celery beat" not in page
     assert "Run by the timers or cron lines of their commands" in page
+    # The checks' hints too: W007 for the late jobs, W005 for the callbacks the sweep should have queued.
+    ReceivedCallback.objects.create(
+        state=ReceivedCallback.QUEUED,
+        transaction_uuid="3f1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f60",
+        claimed_status="SUCCESSFUL",
+        received_at=timezone.now() - dt.timedelta(hours=3),
+        next_attempt_at=timezone.now() - dt.timedelta(hours=2),
+    )
+    hints = {m.id: m.hint or "" for m in run_checks(databases=["default"])}
+    assert "celery" not in hints["paycollect.W007"].lower() + hints["paycollect.W005"].lower()
+    assert "systemd timers or cron" in hints["paycollect.W007"]
+    assert "db_worker" in hints["paycollect.W005"]
 
     settings.PAYCOLLECT = {**settings.PAYCOLLECT, "TASK_RUNNER": "celery"}
+    hints = {m.id: m.hint or "" for m in run_checks(databases=["default"])}
+    assert "start celery beat" in hints["paycollect.W007"]
+    assert "Is celery beat running" in hints["paycollect.W005"]
     assert "is celery beat running" in reporting.housekeeping()[0].warning()
     assert "start celery beat" in reporting.housekeeping_how_to_start()
 
