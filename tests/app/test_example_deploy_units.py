@@ -179,8 +179,9 @@ def test_the_image_is_built_from_the_checkout_and_runs_from_example_project():
 def test_the_image_installs_the_extras_the_site_uses_and_the_committed_catalogues():
     dockerfile = (DEPLOY / "Dockerfile").read_text()
     [extras] = re.findall(r'pip install -e "\.\[([\w,]+)\]"', dockerfile)
-    # xlsx: the admin's and paycollect_export's spreadsheets; redis: the worker's and beat's broker client.
-    assert {"api", "xlsx", "redis"} <= set(extras.split(","))
+    # xlsx: the admin's and paycollect_export's spreadsheets; redis: the worker's and beat's broker client;
+    # tasks: db_worker, for the site on Django's task framework.
+    assert {"api", "xlsx", "redis", "tasks"} <= set(extras.split(","))
     # The compiled catalogues are committed and copied with the checkout (the dockerignore keeps them).
     committed = subprocess.run(
         ["git", "ls-files", "*.mo"],  # noqa: S607
