@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 from .money import MoneyError, exact_decimal, from_piasters, loads_json
 
@@ -157,6 +157,7 @@ def _text(value: Any) -> str | None:
 
 
 _INTEGER_TEXT = re.compile(r"-?[0-9]{1,18}")
+_T = TypeVar("_T")
 
 
 def whole_number(value: Any) -> int | None:
@@ -186,26 +187,16 @@ def _boolean(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def _timestamp(value: Any) -> dt.datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return dt.datetime.fromisoformat(value)
-    except ValueError:
-        return None
+def _iso(parse: Callable[[str], _T]) -> Callable[[Any], _T | None]:
+    """A reader of ISO text with ``parse`` (``dt.date.fromisoformat``): None for anything else."""
 
+    def read(value: Any) -> _T | None:
+        try:
+            return parse(value) if isinstance(value, str) else None
+        except ValueError:
+            return None
 
-def _day(value: Any) -> dt.date | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
-        return None
-
-
-def _mapping(value: Any) -> Mapping[str, Any] | None:
-    return value if isinstance(value, Mapping) else None
+    return read
 
 
 def _message(data: Mapping[str, Any]) -> str | None:
@@ -227,8 +218,6 @@ def custom_fields_from(value: Any) -> dict[str, Any] | None:
             value = loads_json(value)
         except (ValueError, RecursionError):
             return None
-        if isinstance(value, str):
-            return None
     if isinstance(value, Mapping):
         return {str(label): item for label, item in value.items()}
     if not isinstance(value, list):
@@ -248,12 +237,19 @@ class _Result:
 
     extra: Mapping[str, Any] = field(default_factory=dict, kw_only=True)
 
-    KNOWN: ClassVar[tuple[str, ...]] = ()
+    #: The fields read each from the key of its name, with its lenient reader.
+    READERS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {}
 
     @classmethod
-    def _extra(cls, data: Mapping[str, Any], *also: str) -> dict[str, Any]:
-        known = set(cls.KNOWN) | set(also)
-        return {k: v for k, v in data.items() if k not in known}
+    def _read(cls, data: Mapping[str, Any], *known: str, **given: Any) -> Self:
+        """The result: ``READERS``' fields, then ``given``; keys neither read nor ``known`` are ``extra``."""
+        read = {name: reader(data.get(name)) for name, reader in cls.READERS.items()}
+        known_keys = set(cls.READERS) | set(known)
+        return cls(**read, **given, extra={k: v for k, v in data.items() if k not in known_keys})
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Self:
+        return cls._read(data)
 
 
 @dataclass(frozen=True)
@@ -268,7 +264,7 @@ class PreparedAmount(_Result):
     total_amount_currency: str | None
     total_amount_piasters: int | None = None
 
-    KNOWN = ("total_amount", "total_amount_currency", "total_amount_piasters")
+    READERS = {"total_amount_currency": _text, "total_amount_piasters": whole_number}
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Self:
@@ -279,12 +275,7 @@ class PreparedAmount(_Result):
                 total = from_piasters(piasters)
             except MoneyError:
                 total = None
-        return cls(
-            total_amount=total,
-            total_amount_currency=_text(data.get("total_amount_currency")),
-            total_amount_piasters=piasters,
-            extra=cls._extra(data),
-        )
+        return cls._read(data, "total_amount", total_amount=total)
 
 
 @dataclass(frozen=True)
@@ -303,19 +294,23 @@ class PaymentStarted(_Result):
     message: str | None = None
     bill_reference: str | None = None
 
-    KNOWN = ("iframe_url", "transaction_id", "transaction_uuid", "transaction_status", "message")
+    READERS = {
+        "iframe_url": _text,
+        "transaction_id": whole_number,
+        "transaction_uuid": _text,
+        "transaction_status": _text,
+    }
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Self:
-        reference = data.get("bill_refrence", data.get("bill_reference"))
-        return cls(
-            iframe_url=_text(data.get("iframe_url")),
-            transaction_id=whole_number(data.get("transaction_id")),
-            transaction_uuid=_text(data.get("transaction_uuid")),
-            transaction_status=_text(data.get("transaction_status")),
+        reference = _text(data.get("bill_refrence", data.get("bill_reference")))
+        return cls._read(
+            data,
+            "message",
+            "bill_refrence",
+            "bill_reference",
             message=_message(data),
-            bill_reference=_text(reference),
-            extra=cls._extra(data, "bill_refrence", "bill_reference"),
+            bill_reference=reference,
         )
 
 
@@ -331,28 +326,15 @@ class RecurringInfo(_Result):
     minimum_days_between_payments: int | None
     active: bool | None
 
-    KNOWN = (
-        "parent_transaction",
-        "recurring_count",
-        "transaction_order",
-        "type",
-        "expiry_date",
-        "minimum_days_between_payments",
-        "active",
-    )
-
-    @classmethod
-    def from_data(cls, data: Mapping[str, Any]) -> Self:
-        return cls(
-            parent_transaction=_text(data.get("parent_transaction")),
-            recurring_count=whole_number(data.get("recurring_count")),
-            transaction_order=whole_number(data.get("transaction_order")),
-            type=_text(data.get("type")),
-            expiry_date=_day(data.get("expiry_date")),
-            minimum_days_between_payments=whole_number(data.get("minimum_days_between_payments")),
-            active=_boolean(data.get("active")),
-            extra=cls._extra(data),
-        )
+    READERS = {
+        "parent_transaction": _text,
+        "recurring_count": whole_number,
+        "transaction_order": whole_number,
+        "type": _text,
+        "expiry_date": _iso(dt.date.fromisoformat),
+        "minimum_days_between_payments": whole_number,
+        "active": _boolean,
+    }
 
 
 @dataclass(frozen=True)
@@ -379,20 +361,20 @@ class Transaction(_Result):
     recurring: RecurringInfo | None = None
     custom_fields_json_raw: Any = None
 
-    KNOWN = (
-        "id",
-        "uuid",
-        "status",
-        "total_amount",
-        "total_amount_currency",
-        "total_amount_piasters",
-        "created",
-        "member_id",
-        "payment_for",
-        "quantity",
-        "custom_fields_json",
-        "recurring",
-    )
+    READERS = {
+        "id": whole_number,
+        "uuid": _text,
+        "status": _text,
+        "total_amount": _amount,
+        "total_amount_currency": _text,
+        "total_amount_piasters": whole_number,
+        "created": _iso(dt.datetime.fromisoformat),
+        "member_id": _text,
+        "payment_for": _text,
+        "quantity": lambda value: value,
+        "custom_fields_json": custom_fields_from,
+        "recurring": lambda value: RecurringInfo.from_data(value) if isinstance(value, Mapping) else None,
+    }
 
     @property
     def status_is_known(self) -> bool:
@@ -400,23 +382,7 @@ class Transaction(_Result):
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Self:
-        recurring = _mapping(data.get("recurring"))
-        return cls(
-            id=whole_number(data.get("id")),
-            uuid=_text(data.get("uuid")),
-            status=_text(data.get("status")),
-            total_amount=_amount(data.get("total_amount")),
-            total_amount_currency=_text(data.get("total_amount_currency")),
-            total_amount_piasters=whole_number(data.get("total_amount_piasters")),
-            created=_timestamp(data.get("created")),
-            member_id=_text(data.get("member_id")),
-            payment_for=_text(data.get("payment_for")),
-            quantity=data.get("quantity"),
-            custom_fields_json=custom_fields_from(data.get("custom_fields_json")),
-            recurring=RecurringInfo.from_data(recurring) if recurring is not None else None,
-            custom_fields_json_raw=data.get("custom_fields_json"),
-            extra=cls._extra(data),
-        )
+        return cls._read(data, custom_fields_json_raw=data.get("custom_fields_json"))
 
 
 @dataclass(frozen=True)
@@ -430,11 +396,9 @@ class OperationMessage(_Result):
 
     message: str | None
 
-    KNOWN = ("message",)
-
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Self:
-        return cls(message=_message(data), extra=cls._extra(data))
+        return cls._read(data, "message", message=_message(data))
 
 
 @dataclass(frozen=True)
@@ -445,25 +409,12 @@ class PromocodeValidated(_Result):
     currency: str | None
     promocode_id: int | None
 
-    KNOWN = ("value", "currency", "promocode_id")
-
-    @classmethod
-    def from_data(cls, data: Mapping[str, Any]) -> Self:
-        return cls(
-            value=_amount(data.get("value")),
-            currency=_text(data.get("currency")),
-            promocode_id=whole_number(data.get("promocode_id")),
-            extra=cls._extra(data),
-        )
+    READERS = {"value": _amount, "currency": _text, "promocode_id": whole_number}
 
 
 @dataclass(frozen=True)
 class CommunityCreated(_Result):
     """Create community: the spec's answer has an empty ``data``; anything sent anyway is in ``extra``."""
-
-    @classmethod
-    def from_data(cls, data: Mapping[str, Any]) -> Self:
-        return cls(extra=dict(data))
 
 
 @dataclass(frozen=True)
@@ -476,23 +427,21 @@ class DashboardStatistics(_Result):
     total_collected_transactions: Decimal | None
     weekly_collected_transactions: Decimal | None
 
-    KNOWN = (
-        "balance_details",
-        "total_number_of_transactions",
-        "total_collected_transactions",
-        "weekly_collected_transactions",
-    )
+    READERS = {
+        "total_number_of_transactions": whole_number,
+        "total_collected_transactions": _amount,
+        "weekly_collected_transactions": _amount,
+    }
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Self:
-        balance = _mapping(data.get("balance_details")) or {}
-        return cls(
+        balance = data.get("balance_details")
+        balance = balance if isinstance(balance, Mapping) else {}
+        return cls._read(
+            data,
+            "balance_details",
             balance=_amount(balance.get("balance")),
             total_settled=_amount(balance.get("total_settled")),
-            total_number_of_transactions=whole_number(data.get("total_number_of_transactions")),
-            total_collected_transactions=_amount(data.get("total_collected_transactions")),
-            weekly_collected_transactions=_amount(data.get("weekly_collected_transactions")),
-            extra=cls._extra(data),
         )
 
 
@@ -506,15 +455,8 @@ class DirectOrderCreated(_Result):
     payment_link: str | None
     message: str | None
 
-    KNOWN = ("success", "merchant_id", "payment_id", "payment_link", "message")
+    READERS = {"success": _boolean, "merchant_id": _text, "payment_id": _text, "payment_link": _text}
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Self:
-        return cls(
-            success=_boolean(data.get("success")),
-            merchant_id=_text(data.get("merchant_id")),
-            payment_id=_text(data.get("payment_id")),
-            payment_link=_text(data.get("payment_link")),
-            message=_message(data),
-            extra=cls._extra(data),
-        )
+        return cls._read(data, "message", message=_message(data))
