@@ -1,24 +1,10 @@
 """The exports finance takes into a spreadsheet or an accounting import: transactions, refunds and the
-renewals of recurring series, for a period, a community and a currency, as CSV or XLSX.
+renewals of recurring series, for a period, a community and a currency, as CSV or XLSX (their columns, period,
+amounts, times and safe cells as docs/finance-and-operations.md describes them).
 
-One place defines them: each export is a list of columns, named in the spec's words (``uuid``, ``status``,
-``amount``, ``currency``, ``created`` ...), read from the database in one query whose rows are streamed
+One place defines them: each export is a list of columns, read in one query whose rows are streamed
 (``iterator(chunk_size=...)``: constant memory at a million rows, no query per row). ``paycollect_export``,
 the admin's actions and the dashboard's links only call it.
-
-* **What it lists**: by ``completed`` (the default) only what completed, with or without a period: payments
-  paid (``succeeded_at``), refunds that succeeded, renewal charges paid, the rows the dashboard counts money
-  by. Every other row only behind an explicit choice: by ``created`` every status, or ``statuses``.
-* **The period**: ``since`` and ``until`` are calendar days of the site's time zone (``TIME_ZONE``), both
-  included: from midnight at the start of ``since`` to midnight at the end of ``until``, within
-  :data:`FIRST_DAY` and :data:`LAST_DAY`. A row is in it by its ``completed`` time (the default) or its
-  ``created`` time; without a period, every row of that meaning.
-* **Amounts** are exact: text with two decimals in CSV (``amount_text``), numbers shown with two decimals in
-  XLSX. **Times** are ISO 8601 in the site's time zone, with its offset.
-* **Safe cells**: a text cell a spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``@``,
-  a tab or a carriage return) gets a leading single quote, as OWASP describes for CSV injection, in both
-  formats. Amounts and counts are numbers, never text, and are never altered.
-* **Personal data** (the customer's name, e-mail and phone) can be left out (``include_pii=False``).
 """
 
 from __future__ import annotations
@@ -27,8 +13,7 @@ import csv
 import datetime as dt
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from decimal import Decimal
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from django.conf import settings
@@ -88,16 +73,17 @@ class Export:
     name: str
     model: type[Model]
     columns: tuple[Column, ...]
-    #: The ORM paths of the period's two bases, of the community and of the currency.
-    created_field: str
-    completed_field: str
-    community_field: str
-    currency_field: str
-    #: The ORM path of the row's status, and the rows that completed (what ``completed`` lists).
-    status_field: str
-    completed: Q
     #: Model permissions (``app_label.codename``) of which one lets a user see these rows in the admin.
     viewers: tuple[str, ...]
+    #: The rows that completed (what ``completed`` lists).
+    completed: Q
+    #: The ORM paths of the period's two bases, of the community, of the currency and of the row's status
+    #: (by default a transaction's).
+    created_field: str = "created_at"
+    completed_field: str = "succeeded_at"
+    community_field: str = "community_id"
+    currency_field: str = "currency"
+    status_field: str = "status"
     #: What every row of this export is (the renewals are transactions of one kind).
     only: Q | None = None
 
@@ -148,13 +134,8 @@ TRANSACTIONS = Export(
         Column("created", "created_at", TIME),
         Column("completed", "succeeded_at", TIME),
     ),
-    created_field="created_at",
-    completed_field="succeeded_at",
-    community_field="community_id",
-    currency_field="currency",
-    status_field="status",
-    completed=Q(succeeded_at__isnull=False),
     viewers=("paycollect.view_transaction",),
+    completed=Q(succeeded_at__isnull=False),
 )
 
 REFUNDS = Export(
@@ -173,7 +154,6 @@ REFUNDS = Export(
         Column("created", "created_at", TIME),
         Column("completed", "completed_at", TIME),
     ),
-    created_field="created_at",
     completed_field="completed_at",
     community_field="transaction__community_id",
     currency_field="transaction__currency",
@@ -183,9 +163,9 @@ REFUNDS = Export(
     viewers=("paycollect.view_refund",),
 )
 
-RENEWALS = Export(
+RENEWALS = replace(
+    TRANSACTIONS,
     name="renewals",
-    model=Transaction,
     columns=(
         Column("uuid", "uuid"),
         Column("id", "service_id", NUMBER),
@@ -200,12 +180,6 @@ RENEWALS = Export(
         Column("created", "created_at", TIME),
         Column("completed", "succeeded_at", TIME),
     ),
-    created_field="created_at",
-    completed_field="succeeded_at",
-    community_field="community_id",
-    currency_field="currency",
-    status_field="status",
-    completed=Q(succeeded_at__isnull=False),
     # A series' page shows its charges: who may view the series may export its renewals.
     viewers=("paycollect.view_transaction", "paycollect.view_recurringseries"),
     only=RENEWAL,
@@ -391,13 +365,10 @@ def rows(
 # --- cells -------------------------------------------------------------------------------------------------
 
 
-_FORMULA_FIRST = frozenset(FORMULA_STARTS)
-
-
 def safe_text(value: str) -> str:
     """A text cell no spreadsheet runs as a formula: a leading single quote before ``=``, ``+``, ``-``, ``@``,
     a tab or a carriage return (OWASP's advice for CSV injection). Other text is unchanged."""
-    return f"'{value}" if value[:1] in _FORMULA_FIRST else value
+    return f"'{value}" if value.startswith(FORMULA_STARTS) else value
 
 
 def _time_writer() -> Callable[[dt.datetime], str]:
@@ -409,10 +380,6 @@ def _time_writer() -> Callable[[dt.datetime], str]:
         return (value.astimezone(zone) if value.tzinfo is not None else value).isoformat()
 
     return text
-
-
-def _text(value: Any) -> str:
-    return safe_text(value if isinstance(value, str) else str(value))
 
 
 def _text_cells(columns: Sequence[Column]) -> Callable[[Sequence[Any]], list[str]]:
@@ -492,27 +459,14 @@ def write_xlsx(
     )
     money = workbook.add_format({"num_format": "0.00"})
     as_time = _time_writer()
-
-    def amount(sheet: Any, row: int, col: int, value: Decimal) -> None:
-        # The one place an amount becomes a float: XLSX stores numbers as IEEE doubles. Every amount the
-        # columns hold (at most 14 digits, 2 of them decimals) is within a double's 15 exact significant
-        # digits, so the cell shows the exact amount with the 0.00 format.
-        sheet.write_number(row, col, float(value), money)
-
-    def number(sheet: Any, row: int, col: int, value: int) -> None:
-        sheet.write_number(row, col, value)
-
-    def time(sheet: Any, row: int, col: int, value: dt.datetime) -> None:
-        sheet.write_string(row, col, as_time(value))
-
-    def text(sheet: Any, row: int, col: int, value: Any) -> None:
-        sheet.write_string(row, col, _text(value))
-
-    by_kind: dict[str, Callable[[Any, int, int, Any], None]] = {
-        AMOUNT: amount,
-        NUMBER: number,
-        TIME: time,
-        TEXT: text,
+    # The one place an amount becomes a float: XLSX stores numbers as IEEE doubles. Every amount the columns
+    # hold (at most 14 digits, 2 of them decimals) is within a double's 15 exact significant digits, so the
+    # cell shows the exact amount with the 0.00 format.
+    by_kind: dict[str, Callable[[Any, int, int, Any], object]] = {
+        AMOUNT: lambda sheet, row, col, value: sheet.write_number(row, col, float(value), money),
+        NUMBER: lambda sheet, row, col, value: sheet.write_number(row, col, value),
+        TIME: lambda sheet, row, col, value: sheet.write_string(row, col, as_time(value)),
+        TEXT: lambda sheet, row, col, value: sheet.write_string(row, col, safe_text(str(value))),
     }
     writers = [by_kind[column.kind] for column in columns]
     sheet = None
