@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from .errors import (
@@ -67,62 +67,27 @@ class Envelope(Generic[T]):
     call: CallInfo | None = field(default=None, repr=False, compare=False)
 
 
-@dataclass(frozen=True)
-class _Parsed:
-    code: int
-    message: str
-    errors: list[Any]
-    data: dict[str, Any]
-    count: int | None
-    next: str | None
-    previous: str | None
-    raw: Any
-
-
-def _optional_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _optional_str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _parse(payload: Any) -> _Parsed | None:
-    """The envelope in ``payload``, or None when it is not one (no ``status.code`` integer)."""
-    if not isinstance(payload, dict):
-        return None
-    status = payload.get("status")
+def _parse(payload: Any) -> dict[str, Any] | None:
+    """The envelope's fields in ``payload``, or None when it is not one (no ``status.code`` integer)."""
+    status = payload.get("status") if isinstance(payload, dict) else None
     if not isinstance(status, dict):
         return None
     code = whole_number(status.get("code"))
     if code is None or isinstance(status.get("code"), str):
         return None
-    errors = status.get("errors")
-    if errors is None:
-        errors = []
-    elif isinstance(errors, dict) or not isinstance(errors, list):
-        errors = [errors]
-    message = status.get("message")
-    data = payload.get("data")
-    return _Parsed(
-        code=code,
-        message=message if isinstance(message, str) else ("" if message is None else str(message)),
-        errors=errors,
+    errors, message = status.get("errors"), status.get("message")
+    data, count, next_, previous = (payload.get(key) for key in ("data", "count", "next", "previous"))
+    return {
+        "code": code,
+        "message": message if isinstance(message, str) else ("" if message is None else str(message)),
+        "errors": [] if errors is None else errors if isinstance(errors, list) else [errors],
         # The spec's data is an object; anything else is kept in ``raw`` and read as empty.
-        data=data if isinstance(data, dict) else {},
-        count=_optional_int(payload.get("count")),
-        next=_optional_str(payload.get("next")),
-        previous=_optional_str(payload.get("previous")),
-        raw=payload,
-    )
-
-
-def _messages(value: Any) -> list[str]:
-    if isinstance(value, list):
-        return [str(item) for item in value if not isinstance(item, (dict, list))]
-    if value is None:
-        return []
-    return [str(value)]
+        "data": data if isinstance(data, dict) else {},
+        "count": count if isinstance(count, int) and not isinstance(count, bool) else None,
+        "next": next_ if isinstance(next_, str) else None,
+        "previous": previous if isinstance(previous, str) else None,
+        "raw": payload,
+    }
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, list[str]]) -> None:
@@ -130,16 +95,12 @@ def _flatten(prefix: str, value: Any, out: dict[str, list[str]]) -> None:
         for key, item in value.items():
             _flatten(f"{prefix}.{key}" if prefix else str(key), item, out)
         return
-    if isinstance(value, list) and any(isinstance(item, (dict, list)) for item in value):
-        # A list of per-item errors, e.g. custom_fields: [{}, {"field_label": [...]}].
-        for index, item in enumerate(value):
-            if isinstance(item, (dict, list)):
-                _flatten(f"{prefix}.{index}" if prefix else str(index), item, out)
-        plain = _messages(value)
-        if plain:
-            out.setdefault(prefix or NON_FIELD_ERRORS, []).extend(plain)
-        return
-    messages = _messages(value)
+    items = value if isinstance(value, list) else [] if value is None else [value]
+    # A list may hold per-item errors, e.g. custom_fields: [{}, {"field_label": [...]}].
+    for index, item in enumerate(items):
+        if isinstance(item, (dict, list)):
+            _flatten(f"{prefix}.{index}" if prefix else str(index), item, out)
+    messages = [str(item) for item in items if not isinstance(item, (dict, list))]
     if messages:
         out.setdefault(prefix or NON_FIELD_ERRORS, []).extend(messages)
 
@@ -164,20 +125,12 @@ def excerpt(body: bytes, scrub: Callable[[str], str]) -> str:
     return re.sub(r"\s+", " ", text).strip()[:EXCERPT_CHARS]
 
 
-_BY_CODE: tuple[tuple[Callable[[int], bool], type[ApiError]], ...] = (
-    (lambda c: c in (401, 403), AuthenticationError),
-    (lambda c: c == 404, NotFoundError),
-    (lambda c: c == 429, RateLimitError),
-    (lambda c: c >= 500, ServerError),
-    (lambda c: c >= 400, ValidationError),
-)
-
-
-def _class_for(code: int) -> type[ApiError]:
-    for matches, cls in _BY_CODE:
-        if matches(code):
-            return cls
-    return ValidationError
+_BY_STATUS: dict[int, type[ApiError]] = {
+    401: AuthenticationError,
+    403: AuthenticationError,
+    404: NotFoundError,
+    429: RateLimitError,
+}
 
 
 def interpret(
@@ -198,7 +151,7 @@ def interpret(
     that is not an envelope) as ``outcome_unknown``, so the call is reconciled, never resent.
     """
     snippet = excerpt(body, scrub)
-    parsed: _Parsed | None = None
+    parsed: dict[str, Any] | None = None
     problem = "empty body"
     if body.strip():
         try:
@@ -229,23 +182,11 @@ def interpret(
             outcome_unknown=changes_state,
         )
 
-    failed = http_status >= 400 or parsed.code >= 400
-    envelope: Envelope[Any] = Envelope(
-        http_status=http_status,
-        code=parsed.code,
-        message=parsed.message,
-        errors=parsed.errors,
-        data=parsed.data,
-        count=parsed.count,
-        next=parsed.next,
-        previous=parsed.previous,
-        result=None,
-        raw=parsed.raw,
-        call=call,
-    )
-    if failed:
-        cls = _class_for(http_status if http_status >= 400 else parsed.code)
-        text = scrub(parsed.message) or "request refused"
+    envelope: Envelope[Any] = Envelope(http_status=http_status, result=None, call=call, **parsed)
+    if http_status >= 400 or envelope.code >= 400:
+        code = http_status if http_status >= 400 else envelope.code
+        cls = _BY_STATUS.get(code) or (ServerError if code >= 500 else ValidationError)
+        text = scrub(envelope.message) or "request refused"
         common: dict[str, Any] = {
             "http_status": http_status,
             "envelope": envelope,
@@ -253,7 +194,7 @@ def interpret(
             "call": call,
         }
         if cls is ValidationError:
-            errors = walk_texts(parsed.errors, scrub)
+            errors = walk_texts(envelope.errors, scrub)
             raise ValidationError(
                 text,
                 field_errors=field_errors_from(errors),
@@ -264,17 +205,4 @@ def interpret(
         if cls is RateLimitError:
             raise RateLimitError(text, retry_after=retry_after, **common)
         raise cls(text, outcome_unknown=changes_state and cls is ServerError, **common)
-
-    return Envelope(
-        http_status=http_status,
-        code=parsed.code,
-        message=parsed.message,
-        errors=parsed.errors,
-        data=parsed.data,
-        count=parsed.count,
-        next=parsed.next,
-        previous=parsed.previous,
-        result=result_from(parsed.data),
-        raw=parsed.raw,
-        call=call,
-    )
+    return replace(envelope, result=result_from(envelope.data))
