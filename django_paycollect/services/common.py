@@ -12,16 +12,9 @@ from django.db import router, transaction
 from django.db.models import Manager, Model
 from rest_framework import serializers as drf_serializers
 
-from ..client import (
-    field_errors_from,
-)
-from ..exceptions import (
-    PaymentRefused,
-    ServiceUsageError,
-)
-from ..models import (
-    Transaction,
-)
+from ..client import field_errors_from
+from ..exceptions import PaymentRefused, ServiceUsageError
+from ..models import Transaction
 
 logger = logging.getLogger("django_paycollect.services")
 M = TypeVar("M", bound=Model)

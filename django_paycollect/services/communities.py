@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..client.types import (
-    DashboardStatistics,
-)
+from ..client.types import DashboardStatistics
 from ..conf import paycollect_settings
 from ..models import ApiCall, StatisticsSnapshot
 from ..models.fields import json_safe

@@ -11,18 +11,11 @@ from dataclasses import dataclass
 
 from django.utils.translation import gettext_lazy as _
 
-from ..client import (
-    PayCollectClient,
-)
+from ..client import PayCollectClient
 from ..conf import REQUIRED, paycollect_settings
 from ..crypto import DecryptionError
-from ..exceptions import (
-    PayCollectConfigurationError,
-    lazy_text,
-)
-from ..models import (
-    Community,
-)
+from ..exceptions import PayCollectConfigurationError, lazy_text
+from ..models import Community
 from .common import unique
 
 # --- configuration and clients ----------------------------------------------------------

@@ -5,13 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import signals
-from ..client import (
-    Envelope,
-    PayCollectClient,
-)
-from ..client.types import (
-    DirectOrderCreated,
-)
+from ..client import Envelope, PayCollectClient
+from ..client.types import DirectOrderCreated
 from ..models import DirectOrder
 from ..models.fields import json_safe
 from ..serializers import DirectOrderSerializer

@@ -14,14 +14,8 @@ from django.utils.translation import gettext_lazy
 
 from .. import signals
 from ..amounts import parse_amount
-from ..client import (
-    to_piasters,
-)
-from ..client.types import (
-    OperationMessage,
-    PaymentStarted,
-    PromocodeValidated,
-)
+from ..client import to_piasters
+from ..client.types import OperationMessage, PaymentStarted, PromocodeValidated
 from ..conf import paycollect_settings
 from ..exceptions import PaymentRefused
 from ..ids import canonical_uuid

@@ -7,13 +7,8 @@ from typing import Any
 from django.utils import timezone
 
 from .. import signals
-from ..client.types import (
-    OperationMessage,
-)
-from ..models import (
-    RecurringSeries,
-    Transaction,
-)
+from ..client.types import OperationMessage
+from ..models import RecurringSeries, Transaction
 from .calls import Sent, guarded_write
 from .common import lock_row, primary, recorded_user, require_autocommit, row_locked, send_after_commit
 from .config import community_config

@@ -11,17 +11,9 @@ from django.utils.translation import gettext_lazy as _
 
 from .. import signals
 from ..amounts import EMPTY, MONEY_COLUMN_MAX, ZERO, parse_amount
-from ..client.types import (
-    OperationMessage,
-)
-from ..exceptions import (
-    StateConflict,
-    lazy_text,
-)
-from ..models import (
-    Refund,
-    Transaction,
-)
+from ..client.types import OperationMessage
+from ..exceptions import StateConflict, lazy_text
+from ..models import Refund, Transaction
 from .calls import Sent, guarded_write
 from .common import (
     STALE_IN_FLIGHT,

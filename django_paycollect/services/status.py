@@ -7,10 +7,7 @@ import logging
 from django.utils import timezone
 
 from .. import signals
-from ..models import (
-    Transaction,
-    TransactionStatusChange,
-)
+from ..models import Transaction, TransactionStatusChange
 from .common import primary, send_after_commit
 
 logger = logging.getLogger("django_paycollect.services")

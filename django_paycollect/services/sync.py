@@ -15,9 +15,7 @@ from .. import signals
 from ..client import Envelope
 from ..client import Transaction as FetchedTransaction
 from ..conf import paycollect_settings
-from ..exceptions import (
-    ServiceUsageError,
-)
+from ..exceptions import ServiceUsageError
 from ..ids import canonical_uuid
 from ..models import ApiCall, RecurringSeries, Transaction
 from ..models.fields import json_safe
