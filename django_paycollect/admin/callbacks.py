@@ -18,9 +18,7 @@ from django.utils.translation import gettext_lazy as _
 
 from .. import services, tasks
 from ..client.money import loads_json, too_deep
-from ..models import (
-    ReceivedCallback,
-)
+from ..models import ReceivedCallback
 from ..models.fields import json_safe
 from ..services.callback_ledger import requeue_after
 from .common import (
@@ -31,6 +29,7 @@ from .common import (
     json_display,
     link,
     listed,
+    permission,
     pretty_json,
 )
 from .filters import (
@@ -43,8 +42,6 @@ from .filters import (
 
 #: Stored callback bodies longer than this are shown as they arrived, not re-indented.
 PRETTY_BODY_CHARS = 32 * 1024
-
-# --- received callbacks --------------------------------------------------------------------------------
 
 
 @admin.register(ReceivedCallback)
@@ -201,8 +198,7 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
             return gettext("%(age)s (stuck: the sweep queues it again)") % {"age": age}
         return age
 
-    def has_reprocess_permission(self, request: HttpRequest) -> bool:
-        return self._has_perm(request, "reprocess_receivedcallback")
+    has_reprocess_permission = permission("reprocess_receivedcallback")
 
     @admin.action(description=_("Verify again (reprocess)"), permissions=["reprocess"])
     def reprocess(self, request: HttpRequest, queryset: QuerySet[ReceivedCallback]) -> None:
@@ -211,12 +207,9 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
         for callback in queryset.select_related(None).only("pk", "state"):
             label = f"#{callback.pk}"
             if services.reprocess_callback(callback.pk) is None:
+                state = callback.get_state_display()
                 outcomes.failed.append(
-                    (
-                        label,
-                        gettext("it is %(state)s: nothing to verify")
-                        % {"state": callback.get_state_display()},
-                    )
+                    (label, gettext("it is %(state)s: nothing to verify") % {"state": state})
                 )
                 continue
             # The changelist is non-atomic, so the task is sent now (and, eager, runs now).

@@ -36,6 +36,7 @@ else:
 
 
 _M = TypeVar("_M", bound=Model)
+_T = TypeVar("_T")
 
 #: How many objects one message names.
 LISTED_ITEMS = 20
@@ -69,6 +70,18 @@ class Outcomes:
     def refused(self, label: str, error: ServiceLayerError | PayCollectConfigurationError) -> None:
         """An object the service layer did not act on, and why (:func:`error_text`)."""
         self.failed.append((label, error_text(error)))
+
+    def attempt(
+        self, label: str, call: Callable[[], _T], unknown: Callable[[_T], bool] = lambda _result: False
+    ) -> _T | None:
+        """``call()``'s outcome under ``label``: refused (None), of unknown outcome, or succeeded."""
+        try:
+            result = call()
+        except REPORTED_ERRORS as error:
+            self.refused(label, error)
+            return None
+        (self.unknown if unknown(result) else self.succeeded).append(label)
+        return result
 
     def report(self, request: HttpRequest) -> None:
         if self.succeeded:
@@ -213,6 +226,11 @@ class PayCollectAdmin(ModelAdmin[_M]):
 
     def _has_perm(self, request: HttpRequest, codename: str) -> bool:
         return request.user.has_perm(f"{self.opts.app_label}.{codename}")
+
+
+def permission(codename: str) -> Callable[[PayCollectAdmin[Any], HttpRequest], bool]:
+    """An action's ``has_<name>_permission``: whether the user holds the app's ``codename``."""
+    return lambda model_admin, request: model_admin._has_perm(request, codename)
 
 
 class ReadOnlyInline(TabularInline[_M, Any]):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -10,12 +12,7 @@ from django.utils.translation import gettext_lazy as _
 
 from .. import services
 from ..models import Community
-from .common import (
-    ADMIN_CSS,
-    REPORTED_ERRORS,
-    ModelAdmin,
-    Outcomes,
-)
+from .common import ADMIN_CSS, ModelAdmin, Outcomes
 from .forms import CommunityForm, stored_secret_text
 
 
@@ -55,12 +52,11 @@ class CommunityAdmin(ModelAdmin[Community]):
     def fetch_statistics(self, request: HttpRequest, queryset: QuerySet[Community]) -> None:
         outcomes = Outcomes(gettext("Fetch statistics"))
         for community in queryset:
-            try:
-                snapshot = services.fetch_statistics(community.community_id)
-            except REPORTED_ERRORS as error:
-                outcomes.refused(community.community_id, error)
+            snapshot = outcomes.attempt(
+                community.community_id, partial(services.fetch_statistics, community.community_id)
+            )
+            if snapshot is None:
                 continue
-            outcomes.succeeded.append(community.community_id)
             messages.info(
                 request,
                 gettext(

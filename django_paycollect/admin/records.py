@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -11,24 +13,10 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
-from ..models import (
-    ApiCall,
-    Refund,
-    StatisticsSnapshot,
-)
-from .common import (
-    REPORTED_ERRORS,
-    Outcomes,
-    PayCollectAdmin,
-    amount_display,
-    change_url,
-    json_display,
-    link,
-)
+from ..models import ApiCall, Refund, StatisticsSnapshot
+from .common import Outcomes, PayCollectAdmin, amount_display, change_url, json_display, link, permission
 from .exports import EXPORT_ACTIONS, ExportActions
 from .filters import CommunityFilter, ErrorClassFilter, OperationFilter, RefundCommunityFilter
-
-# --- records: API calls, refunds, statistics ----------------------------------------------------------
 
 
 @admin.register(ApiCall)
@@ -101,9 +89,7 @@ class ApiCallAdmin(PayCollectAdmin[ApiCall]):
     request_body_display = json_display(
         "request_body", _("request body (secrets removed, personal data masked)")
     )
-
     data_display = json_display("data", _("data"))
-
     errors_display = json_display("errors", _("errors"))
 
     @admin.display(description=_("concerns"))
@@ -153,8 +139,7 @@ class RefundAdmin(ExportActions, PayCollectAdmin[Refund]):
     actions = ("settle_succeeded", "settle_failed", *EXPORT_ACTIONS)
     export_name = "refunds"
 
-    def has_refund_permission(self, request: HttpRequest) -> bool:
-        return self._has_perm(request, "refund_transaction")
+    has_refund_permission = permission("refund_transaction")
 
     @admin.action(
         description=_("Settle by hand: the refund happened (checked on the service's dashboard)"),
@@ -170,12 +155,9 @@ class RefundAdmin(ExportActions, PayCollectAdmin[Refund]):
     def _settle(self, request: HttpRequest, queryset: QuerySet[Refund], *, succeeded: bool) -> None:
         outcomes = Outcomes(gettext("Settle refund"))
         for refund in queryset.select_related("transaction"):
-            try:
-                services.resolve_refund(refund, succeeded=succeeded, user=request.user)
-            except REPORTED_ERRORS as error:
-                outcomes.refused(str(refund), error)
-                continue
-            outcomes.succeeded.append(str(refund))
+            outcomes.attempt(
+                str(refund), partial(services.resolve_refund, refund, succeeded=succeeded, user=request.user)
+            )
         outcomes.report(request)
 
 
@@ -193,16 +175,7 @@ class StatisticsSnapshotAdmin(PayCollectAdmin[StatisticsSnapshot]):
     list_filter = (CommunityFilter, ("taken_at", admin.DateFieldListFilter))
     sortable_by = ("taken_at",)
     changelist_defer = ("raw",)
-    fields = readonly_fields = (
-        "community_id",
-        "taken_at",
-        "balance_shown",
-        "total_settled_shown",
-        "total_number_of_transactions",
-        "total_collected_shown",
-        "weekly_collected_shown",
-        "raw_display",
-    )
+    fields = readonly_fields = (*list_display, "raw_display")
 
     balance_shown = amount_display(StatisticsSnapshot, "balance")
     total_settled_shown = amount_display(StatisticsSnapshot, "total_settled")

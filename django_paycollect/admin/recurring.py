@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Any
 
 from django.contrib import admin
@@ -17,14 +18,10 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
-from ..models import (
-    RecurringSeries,
-    Transaction,
-)
+from ..models import RecurringSeries, Transaction
 from ..models.orders import RecurringSeriesQuerySet
 from ..reporting import exports
 from .common import (
-    REPORTED_ERRORS,
     Outcomes,
     PayCollectAdmin,
     ReadOnlyInline,
@@ -32,6 +29,7 @@ from .common import (
     change_url,
     json_display,
     link,
+    permission,
 )
 from .exports import EXPORT_ACTIONS, ExportActions
 from .filters import CommunityFilter
@@ -93,16 +91,11 @@ def confirm_cancel_recurring(
 
 def cancel_series(request: HttpRequest, series: Iterable[RecurringSeries], outcomes: Outcomes) -> None:
     for one in series:
-        label = one.parent_uuid
-        try:
-            result = services.cancel_recurring(one, user=request.user)
-        except REPORTED_ERRORS as error:
-            outcomes.refused(label, error)
-            continue
-        if result.cancel_state == RecurringSeries.CANCEL_UNKNOWN:
-            outcomes.unknown.append(label)
-        else:
-            outcomes.succeeded.append(label)
+        outcomes.attempt(
+            one.parent_uuid,
+            partial(services.cancel_recurring, one, user=request.user),
+            lambda result: result.cancel_state == RecurringSeries.CANCEL_UNKNOWN,
+        )
 
 
 # --- recurring series ------------------------------------------------------------------------------
@@ -200,8 +193,7 @@ class RecurringSeriesAdmin(ExportActions, PayCollectAdmin[RecurringSeries]):
     def export_xlsx(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponseBase | None:
         return self._export(request, queryset, "xlsx")
 
-    def has_cancel_permission(self, request: HttpRequest) -> bool:
-        return self._has_perm(request, "cancel_recurringseries")
+    has_cancel_permission = permission("cancel_recurringseries")
 
     @admin.action(description=_("Cancel the series (stop future charges)…"), permissions=["cancel"])
     def cancel(self, request: HttpRequest, queryset: QuerySet[RecurringSeries]) -> HttpResponse | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import partial
 from urllib.parse import urlencode
 
 from django.contrib import admin, messages
@@ -23,21 +24,11 @@ from ..amounts import amount_text
 from ..models import RecurringSeries, Refund, Transaction, TransactionStatusChange
 from ..models.fields import ZERO
 from .changelists import exact_search
-from .common import (
-    REPORTED_ERRORS,
-    Outcomes,
-    PayCollectAdmin,
-    ReadOnlyInline,
-    amount_display,
-    json_display,
-    link,
-)
+from .common import Outcomes, PayCollectAdmin, ReadOnlyInline, amount_display, json_display, link, permission
 from .exports import EXPORT_ACTIONS, ExportActions
 from .filters import CommunityFilter, CurrencyFilter
 from .forms import RefundForm
-from .recurring import (
-    confirm_cancel_recurring,
-)
+from .recurring import confirm_cancel_recurring
 
 #: How many transactions one refund page handles (one amount field each).
 REFUND_PAGE_LIMIT = 50
@@ -252,31 +243,18 @@ class TransactionAdmin(ExportActions, PayCollectAdmin[Transaction]):
     @admin.display(description=_("API calls"))
     def api_calls_link(self, obj: Transaction) -> SafeString:
         count = obj.api_calls.count()
-        url = (
-            reverse("admin:paycollect_apicall_changelist")
-            + "?"
-            + urlencode({"transaction__id__exact": obj.pk})
-        )
+        url = reverse("admin:paycollect_apicall_changelist") + f"?transaction__id__exact={obj.pk}"
         return link(url, ngettext("%(count)d call", "%(count)d calls", count) % {"count": count})
 
     raw_display = json_display("raw", _("last fetched object"))
-
     custom_fields_display = json_display("custom_fields", _("custom fields"))
-    hint_errors_display = json_display("hint_errors", _("malformed hints (stored as not sent)"))
 
     # --- actions
 
-    def has_sync_permission(self, request: HttpRequest) -> bool:
-        return self._has_perm(request, "sync_transaction")
-
-    def has_capture_permission(self, request: HttpRequest) -> bool:
-        return self._has_perm(request, "capture_transaction")
-
-    def has_refund_permission(self, request: HttpRequest) -> bool:
-        return self._has_perm(request, "refund_transaction")
-
-    def has_cancel_recurring_permission(self, request: HttpRequest) -> bool:
-        return self._has_perm(request, "cancel_recurringseries")
+    has_sync_permission = permission("sync_transaction")
+    has_capture_permission = permission("capture_transaction")
+    has_refund_permission = permission("refund_transaction")
+    has_cancel_recurring_permission = permission("cancel_recurringseries")
 
     @admin.action(description=_("Sync from the service"), permissions=["sync"])
     def sync(self, request: HttpRequest, queryset: QuerySet[Transaction]) -> None:
@@ -286,12 +264,9 @@ class TransactionAdmin(ExportActions, PayCollectAdmin[Transaction]):
             if not txn.uuid:
                 outcomes.failed.append((label, gettext("never accepted by the service: nothing to fetch")))
                 continue
-            try:
-                synced = services.sync_transaction(txn, source="admin")
-            except REPORTED_ERRORS as error:
-                outcomes.refused(label, error)
+            synced = outcomes.attempt(label, partial(services.sync_transaction, txn, source="admin"))
+            if synced is None:
                 continue
-            outcomes.succeeded.append(label)
             if synced.amount_mismatch:
                 outcomes.notes.append(
                     gettext(
@@ -311,16 +286,11 @@ class TransactionAdmin(ExportActions, PayCollectAdmin[Transaction]):
     def capture(self, request: HttpRequest, queryset: QuerySet[Transaction]) -> None:
         outcomes = Outcomes(gettext("Capture"))
         for txn in queryset:
-            label = str(txn)
-            try:
-                captured = services.capture(txn, user=request.user)
-            except REPORTED_ERRORS as error:
-                outcomes.refused(label, error)
-                continue
-            if captured.capture_state == Transaction.CAPTURE_UNKNOWN:
-                outcomes.unknown.append(label)
-            else:
-                outcomes.succeeded.append(label)
+            outcomes.attempt(
+                str(txn),
+                partial(services.capture, txn, user=request.user),
+                lambda captured: captured.capture_state == Transaction.CAPTURE_UNKNOWN,
+            )
         outcomes.report(request)
 
     @admin.action(description=_("Refund…"), permissions=["refund"])
@@ -430,13 +400,8 @@ class TransactionAdmin(ExportActions, PayCollectAdmin[Transaction]):
     ) -> None:
         # ``shown`` was checked against the form above; the service checks it again under its lock,
         # where two clicks within milliseconds are told apart.
-        label = f"{txn} ({amount_text(amount)} {txn.currency})"
-        try:
-            done = services.refund(txn, amount, user=request.user, expected_refundable=shown)
-        except REPORTED_ERRORS as error:
-            outcomes.refused(label, error)
-            return
-        if done.state == Refund.UNKNOWN:
-            outcomes.unknown.append(label)
-        else:
-            outcomes.succeeded.append(label)
+        outcomes.attempt(
+            f"{txn} ({amount_text(amount)} {txn.currency})",
+            partial(services.refund, txn, amount, user=request.user, expected_refundable=shown),
+            lambda done: done.state == Refund.UNKNOWN,
+        )
