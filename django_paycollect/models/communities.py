@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from .. import crypto
-
-if TYPE_CHECKING:
-    pass
-
 from .fields import last4
 
 

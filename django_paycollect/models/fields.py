@@ -12,12 +12,8 @@ from django.db.models.functions import Lower, Replace
 
 from ..ids import canonical_uuid
 
-if TYPE_CHECKING:
-    pass
-
 MONEY: dict[str, Any] = {"max_digits": 14, "decimal_places": 2}
 ZERO = Decimal("0.00")
-
 
 _ST = TypeVar("_ST", contravariant=True)
 _GT = TypeVar("_GT", covariant=True)
@@ -77,13 +73,11 @@ def last4(secret: str) -> str:
 
 
 def json_safe(value: Any) -> Any:
-    """Decimals to text so a JSONField stores them exactly (never as floats)."""
-    if isinstance(value, Decimal):
+    """Decimals (and uuids) to text so a JSONField stores them exactly (never as floats)."""
+    if isinstance(value, (Decimal, uuid_lib.UUID)):
         return str(value)
     if isinstance(value, dict):
         return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
-    if isinstance(value, uuid_lib.UUID):
-        return str(value)
     return value

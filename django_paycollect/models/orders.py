@@ -160,13 +160,8 @@ class RecurringSeries(models.Model):
         FAILED = "failed", _("cancellation failed")
         UNKNOWN = "unknown", _("cancellation outcome unknown")
 
-    CANCEL_NONE, CANCEL_PENDING, CANCEL_DONE, CANCEL_FAILED, CANCEL_UNKNOWN = (
-        CancelState.NONE,
-        CancelState.PENDING,
-        CancelState.DONE,
-        CancelState.FAILED,
-        CancelState.UNKNOWN,
-    )
+    CANCEL_NONE, CANCEL_PENDING, CANCEL_DONE = CancelState.NONE, CancelState.PENDING, CancelState.DONE
+    CANCEL_FAILED, CANCEL_UNKNOWN = CancelState.FAILED, CancelState.UNKNOWN
     CANCEL_CHOICES = CancelState.choices
 
     parent_uuid = CanonicalUuidField(_("parent transaction uuid"), max_length=64, unique=True)

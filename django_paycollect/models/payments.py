@@ -74,14 +74,8 @@ class Transaction(models.Model):
         REJECTED = "REJECTED", _("rejected by the service")
         ABANDONED = "ABANDONED", _("abandoned (start outcome unknown)")
 
-    NEW, PENDING, SUCCESSFUL, FAILED, REJECTED, ABANDONED = (
-        Status.NEW,
-        Status.PENDING,
-        Status.SUCCESSFUL,
-        Status.FAILED,
-        Status.REJECTED,
-        Status.ABANDONED,
-    )
+    NEW, PENDING, SUCCESSFUL = Status.NEW, Status.PENDING, Status.SUCCESSFUL
+    FAILED, REJECTED, ABANDONED = Status.FAILED, Status.REJECTED, Status.ABANDONED
     STATUS_CHOICES = Status.choices
     OPEN_STATUSES = (NEW, PENDING)
     KNOWN_SERVICE_STATUSES = KNOWN_TRANSACTION_STATUSES
@@ -93,13 +87,8 @@ class Transaction(models.Model):
         FAILED = "failed", _("capture failed")
         UNKNOWN = "unknown", _("capture outcome unknown")
 
-    CAPTURE_NONE, CAPTURE_PENDING, CAPTURE_DONE, CAPTURE_FAILED, CAPTURE_UNKNOWN = (
-        CaptureState.NONE,
-        CaptureState.PENDING,
-        CaptureState.DONE,
-        CaptureState.FAILED,
-        CaptureState.UNKNOWN,
-    )
+    CAPTURE_NONE, CAPTURE_PENDING, CAPTURE_DONE = CaptureState.NONE, CaptureState.PENDING, CaptureState.DONE
+    CAPTURE_FAILED, CAPTURE_UNKNOWN = CaptureState.FAILED, CaptureState.UNKNOWN
     CAPTURE_CHOICES = CaptureState.choices
 
     uuid = CanonicalUuidField(_("transaction uuid"), max_length=64, null=True, blank=True)

@@ -164,14 +164,8 @@ class ReceivedCallback(models.Model):
         DUPLICATE = "duplicate", _("duplicate delivery")
         INVALID = "invalid", _("invalid")
 
-    RECEIVED, QUEUED, PROCESSED, FAILED, DUPLICATE, INVALID = (
-        State.RECEIVED,
-        State.QUEUED,
-        State.PROCESSED,
-        State.FAILED,
-        State.DUPLICATE,
-        State.INVALID,
-    )
+    RECEIVED, QUEUED, PROCESSED = State.RECEIVED, State.QUEUED, State.PROCESSED
+    FAILED, DUPLICATE, INVALID = State.FAILED, State.DUPLICATE, State.INVALID
     #: Not verified yet, and not given up on: the sweep re-queues those left too long.
     WAITING_STATES = (RECEIVED, QUEUED)
     STATE_CHOICES = State.choices
