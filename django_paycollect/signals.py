@@ -29,15 +29,5 @@ direct_order_created = Signal()
 #: transaction: Transaction, differences: dict[str, tuple[stored, fetched]]
 amount_mismatch_detected = Signal()
 
-ALL_SIGNALS = {
-    "transaction_status_changed": transaction_status_changed,
-    "payment_succeeded": payment_succeeded,
-    "payment_failed": payment_failed,
-    "recurring_charge_succeeded": recurring_charge_succeeded,
-    "recurring_series_cancelled": recurring_series_cancelled,
-    "refund_succeeded": refund_succeeded,
-    "refund_failed": refund_failed,
-    "capture_succeeded": capture_succeeded,
-    "direct_order_created": direct_order_created,
-    "amount_mismatch_detected": amount_mismatch_detected,
-}
+#: Every signal above by its name, in the order above.
+ALL_SIGNALS = {name: value for name, value in list(globals().items()) if isinstance(value, Signal)}
