@@ -149,13 +149,8 @@ def _check_metrics() -> list[CheckMessage]:
 def check_callbacks_can_be_verified(
     app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
-    """Callbacks are verified by a Celery task: an error when that task would go nowhere.
-
-    When no Celery app was created in this process (the project's ``celery.py`` is not imported
-    from its package's ``__init__.py``), ``.delay()`` goes to Celery's fallback app, which reads no
-    settings: every callback would be answered 200 and never verified. Eager mode (set on the app
-    the tasks use) runs them inline, which works without a broker.
-    """
+    """Callbacks are verified by a Celery task: an error when no Celery app was created in this process, so
+    ``.delay()`` would go to Celery's fallback app, which reads no settings (eager mode needs no broker)."""
     if _task_runner() != "celery":
         return []  # Django's task framework runs them: check_task_runner's
     from celery import _state
@@ -211,11 +206,8 @@ def check_api_payable_resolver(
 def check_worker_keeps_sessions(
     app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
-    """A worker that opens a database session for every task: each verification then costs the database
-    more (the session's start) than the verification itself. It needs the app's database to keep its
-    sessions (``CONN_MAX_AGE``, or Django's pool) and Celery's Django fixup told not to close them around
-    every task (``CELERY_DB_REUSE_MAX``); the app's handlers then drop those that are obsolete or unsound
-    (``tasks.connections``). SQLite opens a file, not a session: nothing to say. Eager: no worker."""
+    """A worker that opens a database session for every task, which costs more than the verification itself
+    (``tasks.connections`` drops the unsound ones). SQLite opens a file, not a session; eager: no worker."""
     if _task_runner() != "celery":
         return []  # db_worker keeps its sessions by CONN_MAX_AGE, as a web process does
     from celery import _state
@@ -269,11 +261,9 @@ DJANGO_RUNNER_HINT = (
 
 @register(Tags.compatibility)
 def check_task_runner(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
-    """With ``TASK_RUNNER`` "django", the TASKS setting must run the app's jobs: a task framework installed
-    (``django.tasks``, or the ``django-tasks`` backport on Django 5.2), and a "default" backend in TASKS that
-    runs what it is given (paycollect.E022). The immediate backend (also what no TASKS setting means) runs
-    each job in the request that asks for it, with no retry later: outside DEBUG only when the project says
-    so (``ALLOW_IMMEDIATE_TASKS``; paycollect.E023)."""
+    """With ``TASK_RUNNER`` "django", a task framework and a "default" backend that runs what it is given
+    (E022); the immediate backend, which runs each job in its request with no retry, outside DEBUG only when
+    the project says so (E023)."""
     if _task_runner() != "django":
         return []
     from .tasks import runners  # here: the tasks import the models
@@ -313,13 +303,10 @@ def _tasks_problem(framework: Any, alias: str) -> str | None:
 def _immediate_outside_debug(framework: Any, alias: str) -> list[CheckMessage]:
     if type(framework.task_backends[alias]).__name__ != "ImmediateBackend" or settings.DEBUG:
         return []
-    try:
-        if paycollect_settings.ALLOW_IMMEDIATE_TASKS:
-            return []
-    except PayCollectConfigurationError:
-        return []  # paycollect.E010 says why
-    configured = getattr(settings, "TASKS", None)
-    unset = " (TASKS is not set: Django's default)" if configured in (None, _default_tasks()) else ""
+    if paycollect_settings.ALLOW_IMMEDIATE_TASKS:  # PAYCOLLECT is a dict: the caller read TASK_RUNNER
+        return []
+    configured, default = getattr(settings, "TASKS", None), getattr(global_settings, "TASKS", None)
+    unset = " (TASKS is not set: Django's default)" if configured in (None, default) else ""
     return [
         Error(
             f'TASKS["{alias}"] is the immediate backend{unset}, which runs each task at once, in the request '
@@ -330,10 +317,6 @@ def _immediate_outside_debug(framework: Any, alias: str) -> list[CheckMessage]:
             id="paycollect.E023",
         )
     ]
-
-
-def _default_tasks() -> Any:
-    return getattr(global_settings, "TASKS", None)
 
 
 def _is_fallback_app(app: Any) -> bool:
@@ -390,10 +373,8 @@ def check_callbacks_left_unverified(
 def check_housekeeping_runs(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
-    """The sweep or reconciliation late: run, and then not for more than a few of its beat intervals (a
-    stopped beat, or no worker), as ``reporting.housekeeping`` judges it (W007). A job that has never run is
-    no stopped beat (a development site, the demo, a beat not started yet): one line of information (I001).
-    A database check: ``check --database default``."""
+    """The sweep or reconciliation late, as ``reporting.housekeeping`` judges it (W007); a job that has never
+    run is no stopped beat, only information (I001). A database check: ``check --database default``."""
     from django.db import router
 
     from .models import HousekeepingRun
@@ -506,10 +487,8 @@ def _looks_like_sandbox(host: str, path: str) -> bool:
 def check_stored_secrets(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
-    """Stored keys that no configured encryption key decrypts (keys rotated away too early).
-
-    Like Django's own database checks it runs only when asked (``check --database``, ``migrate``).
-    """
+    """Stored keys that no configured encryption key decrypts (keys rotated away too early); a database
+    check, as Django's own: only when asked (``check --database``, ``migrate``)."""
     messages: list[CheckMessage] = []
     for alias in databases or []:
         try:
