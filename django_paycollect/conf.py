@@ -1,9 +1,7 @@
-"""The ``PAYCOLLECT`` setting, read lazily on every access so ``override_settings`` works.
+"""The one reader of the ``PAYCOLLECT`` setting, read lazily on every access so ``override_settings`` works.
 
-Every key, its default and its meaning are listed in :data:`DEFAULTS` (and in the settings
-reference of the docs). A key we do not know is an error, not a silent typo. This is the one reader
-of the app's settings: every tunable is a key here, or an internal constant documented where it is
-declared. A key whose value needs reading has one accessor here, which the system checks use too.
+Every key is in :data:`DEFAULTS` (and docs/settings.md); a key we do not know is an error, not a silent typo.
+A key whose value needs reading has one accessor here, which the system checks use too.
 """
 
 from __future__ import annotations
@@ -21,6 +19,7 @@ from typing import Any, cast
 from django.conf import settings as django_settings
 from django.utils.translation import gettext_lazy as _
 
+from .client.types import CURRENCIES
 from .exceptions import PayCollectConfigurationError, lazy_text
 
 DEFAULTS: dict[str, Any] = {
@@ -56,12 +55,9 @@ DEFAULTS: dict[str, Any] = {
     "CALLBACK_REQUEUE_AFTER": 300,
     # Seconds: callbacks make at most one fetch of a transaction per this long, across processes.
     "CALLBACK_FETCH_INTERVAL": 5,
-    # Callbacks a web process holds, committed and waiting for its publisher thread to hand them to the
-    # worker (the request never waits for the broker); when it is full, a callback is published in its
-    # request. 0: every callback is published in its request.
+    # Callbacks a web process holds for its publisher thread (full, or 0: published in their request).
     "CALLBACK_PUBLISH_BUFFER": 10_000,
-    # Seconds: a web process publishes at most once per this long, so a burst goes in few messages; a
-    # callback after a quiet spell goes at once.
+    # Seconds: a web process publishes at most once per this long, so a burst goes in few messages.
     "CALLBACK_PUBLISH_LINGER": 0.05,
     # Proxies (addresses or networks) whose X-Forwarded-For is believed when storing a client IP.
     "TRUSTED_PROXIES": (),
@@ -72,10 +68,8 @@ DEFAULTS: dict[str, Any] = {
     "ENCRYPTION_KEYS": [],
     # Store request bodies in ApiCall rows (secrets never, and names, e-mail addresses and phones masked).
     "STORE_REQUEST_BODIES": True,
-    # Reconciliation: fetches of open transactions at once (threads; 1 on SQLite: database connections),
-    # and the age (seconds; None: never) past which an open transaction is no longer fetched but listed for
-    # a person. 8: enough threads to cover a service answering in about 20 ms while each fetch takes some 2 ms
-    # of the process's own CPU (latency over that time), which a 2-core worker sustains (docs/settings.md).
+    # Reconciliation: fetches of open transactions at once (threads; 1 on SQLite; why 8: docs/settings.md),
+    # and the age (seconds; None: never) past which an open transaction is only listed for a person.
     "RECONCILE_CONCURRENCY": 8,
     "RECONCILE_GIVE_UP_AFTER": 7 * 86400,
     "DEFAULT_CURRENCY": "EGP",
@@ -122,20 +116,17 @@ TEXTS += ("CALLBACK_SECRET_FIELD", "DEFAULT_PAY_USING")
 FLAGS = ("FEES_IN_BILL", "STORE_REQUEST_BODIES", "METRICS", "ALLOW_IMMEDIATE_TASKS")
 #: Whose values are never shown (in a check's message, in a log).
 SECRET_KEYS: tuple[str, ...] = ("API_KEY", "BASIC_CREDENTIALS", "CALLBACK_TOKENS", "CALLBACK_SECRET")
-SECRET_KEYS += ("ENCRYPTION_KEYS",)
-SECRET_KEYS += ("METRICS_TOKENS",)
+SECRET_KEYS += ("ENCRYPTION_KEYS", "METRICS_TOKENS")
 #: Keys with checks of their own (``paycollect.E011``, ``E013``, ``E015``); every other key that cannot be
 #: read is ``paycollect.E010``.
-OWN_CHECKS = {
-    "MAX_AMOUNT": "paycollect.E011",
-    "METRICS": "paycollect.E013",
-    "METRICS_TOKENS": "paycollect.E015",
-}
-#: What may run the background jobs (``TASK_RUNNER``).
+OWN_CHECKS = ("MAX_AMOUNT", "METRICS", "METRICS_TOKENS")
+#: Keys of one of a few texts, in any case: what may run the background jobs, the methods, the currencies.
 TASK_RUNNERS = ("celery", "django")
+CHOICES = {"TASK_RUNNER": TASK_RUNNERS, "PROMOCODE_METHOD": ("POST", "GET"), "DEFAULT_CURRENCY": CURRENCIES}
 #: How True and False may be spelled in a text (as the environment gives them).
-FLAG_TEXTS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False}
-FLAG_TEXTS["0"] = False
+FLAG_TEXTS = dict.fromkeys(("true", "yes", "on", "1"), True) | dict.fromkeys(
+    ("false", "no", "off", "0"), False
+)
 _WHOLE = re.compile(r"[0-9]+")
 _RATE = re.compile(r"([0-9]+)/([a-z]+)")
 
@@ -186,12 +177,9 @@ def _entries(name: str, value: Any) -> tuple[Any, ...]:
         order = " (its order says which is current: not a set)" if isinstance(value, (set, frozenset)) else ""
         raise ValueError(f"it must be one text or a list of them{order}")
     if name == "ENCRYPTION_KEYS":
-        keys = []
-        for entry in listed:
-            if not isinstance(entry, (str, bytes, bytearray)):
-                raise ValueError("each key must be a text or bytes")
-            keys.append(bytes(entry) if isinstance(entry, bytearray) else entry)
-        return tuple(key for key in keys if key)
+        if not all(isinstance(entry, (str, bytes, bytearray)) for entry in listed):
+            raise ValueError("each key must be a text or bytes")
+        return tuple(bytes(key) if isinstance(key, bytearray) else key for key in listed if key)
     return tuple(text for text in map(_text, listed) if text)
 
 
@@ -262,23 +250,15 @@ def _read_other(name: str, value: Any) -> Any:
         if joined is not None and (joined == "" or ":" in joined):
             return joined or None
         raise ValueError("it must be (username, password) or the text username:password")
-    if name == "TASK_RUNNER":
-        runner = _text(value).strip().lower()
-        if runner in TASK_RUNNERS:
-            return runner
-        raise ValueError(f"it must be one of {', '.join(TASK_RUNNERS)}")
-    if name == "PROMOCODE_METHOD":
-        method = _text(value).strip().upper()
-        if method in ("POST", "GET"):
-            return method
-        raise ValueError("it must be POST or GET")
-    if name == "DEFAULT_CURRENCY":
-        from .client.types import CURRENCIES
-
-        code = _text(value).strip().upper()
-        if code in CURRENCIES:
-            return code
-        raise ValueError(f"it must be one of {', '.join(CURRENCIES)}")
+    if name in CHOICES:
+        text = _text(value).strip()
+        chosen = text.lower() if name == "TASK_RUNNER" else text.upper()
+        if chosen in CHOICES[name]:
+            return chosen
+        listed = (
+            " or ".join(CHOICES[name]) if name == "PROMOCODE_METHOD" else f"one of {', '.join(CHOICES[name])}"
+        )
+        raise ValueError(f"it must be {listed}")
     if name == "PAYABLE_RESOLVER":
         return value if callable(value) else _text(value)
     if name == "API_THROTTLE_RATES":
