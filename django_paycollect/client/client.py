@@ -15,7 +15,7 @@ from typing import Any
 
 from .envelope import Envelope
 from .money import to_piasters
-from .transport import OPERATIONS, SECRET_BODY_FIELDS, Operation, Transport
+from .transport import OPERATIONS, Operation, Transport
 from .types import (
     DEFAULT_CURRENCY,
     DEFAULT_PAY_USING,
@@ -37,7 +37,7 @@ from .types import (
 )
 from .validation import Checker
 
-__all__ = ["OPERATIONS", "SECRET_BODY_FIELDS", "Operation", "PayCollectClient"]
+__all__ = ["OPERATIONS", "Operation", "PayCollectClient"]
 
 
 def _compact(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Self, TypeVar
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import requests
 import urllib3
@@ -26,18 +26,14 @@ from .. import __version__
 from .envelope import CallInfo, Envelope, interpret
 from .errors import ConnectError, OutcomeUnknownError, PayCollectError
 from .money import dumps_json
-from .redaction import SECRET_FIELDS, credential_texts, redact
-from .types import (
-    Logo,
-)
+from .redaction import credential_texts, redact
+from .types import Logo
 
 logger = logging.getLogger("django_paycollect.client")
 
 T = TypeVar("T")
 
 Auth = Literal["none", "key", "key_if_set", "key_and_basic"]
-#: Body fields that are secrets even though they travel in a body (bank settings of a community).
-SECRET_BODY_FIELDS = SECRET_FIELDS
 #: Statuses after which a read is asked again.
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 
@@ -99,19 +95,16 @@ def _keep_headers(request: requests.PreparedRequest) -> requests.PreparedRequest
 
 def _was_sent(exc: requests.RequestException) -> bool:
     """Whether the request may have reached the service. When in doubt: yes."""
-    if isinstance(exc, (requests.exceptions.ConnectTimeout, requests.exceptions.SSLError)):
-        return False  # no connection, or no TLS session: nothing was written
-    if isinstance(exc, requests.exceptions.ProxyError):
-        return False
-    if isinstance(
-        exc,
-        (
-            requests.exceptions.InvalidURL,
-            requests.exceptions.InvalidSchema,
-            requests.exceptions.MissingSchema,
-            requests.exceptions.InvalidHeader,
-        ),
-    ):
+    never_sent = (
+        requests.exceptions.ConnectTimeout,  # no connection
+        requests.exceptions.SSLError,  # no TLS session: nothing was written
+        requests.exceptions.ProxyError,
+        requests.exceptions.InvalidURL,
+        requests.exceptions.InvalidSchema,
+        requests.exceptions.MissingSchema,
+        requests.exceptions.InvalidHeader,
+    )
+    if isinstance(exc, never_sent):
         return False
     if isinstance(exc, requests.exceptions.ConnectionError):
         reason: Any = exc.args[0] if exc.args else None
@@ -251,21 +244,20 @@ class Transport:
         method = method or op.method
         path = op.path.format(**{k: quote(v, safe="") for k, v in (path_params or {}).items()})
         url = self.base_url + path
-        shown_path = path + (
-            "?" + "&".join(f"{k}={quote(v, safe='')}" for k, v in query.items()) if query else ""
-        )
+        shown_path = path + ("?" + urlencode(query, quote_via=quote) if query else "")
         headers = self._headers(op)
         body: Any = json_body if json_body is not None else form
         # A form field holding JSON text (bank settings) is recorded from its object, secrets masked.
         recorded_body = redact(recorded_form if recorded_form is not None else body)
         if logo is not None:
             recorded_body = {**(recorded_body or {}), "logo": f"<{logo.filename}, {len(logo.content)} bytes>"}
-        data: bytes | Mapping[str, str] | None = None
+        data: bytes | Mapping[str, str] | None = form
         if json_body is not None:
             headers["Content-Type"] = "application/json"
             data = dumps_json(json_body).encode()
-        elif form is not None:
-            data = form
+        files: dict[str, Any] | None = (
+            {"logo": (logo.filename, logo.content, logo.content_type)} if logo is not None else None
+        )
 
         started = time.monotonic()
         attempt = 0
@@ -283,9 +275,6 @@ class Transport:
                     http_status=http_status,
                 )
 
-            files: dict[str, Any] | None = (
-                {"logo": (logo.filename, logo.content, logo.content_type)} if logo is not None else None
-            )
             try:
                 response = self.session.request(
                     method,
