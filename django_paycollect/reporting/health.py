@@ -208,103 +208,59 @@ def waiting_for_a_person(community_id: str | None = None, now: dt.datetime | Non
 def needs_a_person(community_id: str, now: dt.datetime | None = None) -> list[Attention]:
     """Everything of the community (callbacks: of the site) waiting for a person. Seven queries."""
     now = now or timezone.now()
-    counts = waiting_for_a_person(community_id, now)
-    stale = now - STALE_IN_FLIGHT
-    in_community = {"community_id__exact": community_id}
+    own, refunds = {"community_id__exact": community_id}, {"community": community_id}
+    stale = (now - STALE_IN_FLIGHT).isoformat()
+    labels = {
+        "payments_unknown": gettext("Payments of unknown outcome"),
+        "refunds_unknown": gettext("Refunds of unknown outcome"),
+        "refunds_stale": gettext("Refunds pending for over %(minutes)d minutes")
+        % {"minutes": STALE_IN_FLIGHT // dt.timedelta(minutes=1)},
+        "captures_unknown": gettext("Captures of unknown outcome"),
+        "cancellations_unknown": gettext("Cancellations of unknown outcome"),
+        "direct_orders_unknown": gettext("Direct orders of unknown outcome"),
+        "amount_mismatches": gettext("Amount mismatches"),
+        "unrecognised_statuses": gettext("Unrecognised statuses"),
+        "callbacks_failed": gettext("Callbacks whose verification failed"),
+        "callbacks_stuck": gettext("Stuck callbacks"),
+    }
+    # The admin changelist (``paycollect.<model>``) and the query that list exactly each kind's items.
+    lists: dict[str, tuple[str, dict[str, str]]] = {
+        "payments_unknown": ("transaction", {**own, "outcome_unknown__exact": "1"}),
+        "refunds_unknown": ("refund", {**refunds, "state__exact": Refund.UNKNOWN}),
+        "refunds_stale": ("refund", {**refunds, "state__exact": Refund.PENDING, "created_at__lt": stale}),
+        "captures_unknown": ("transaction", {**own, "capture_state__exact": Transaction.CAPTURE_UNKNOWN}),
+        "cancellations_unknown": (
+            "recurringseries",
+            {**own, "cancel_state__exact": RecurringSeries.CANCEL_UNKNOWN},
+        ),
+        "direct_orders_unknown": ("directorder", {**own, "state__exact": DirectOrder.UNKNOWN}),
+        "amount_mismatches": ("transaction", {**own, "amount_mismatch__exact": "1"}),
+        "unrecognised_statuses": ("transaction", {**own, "status_unrecognised__exact": "1"}),
+        "callbacks_failed": ("receivedcallback", {"state__exact": ReceivedCallback.FAILED}),
+        # The callback list's filter: the same definition.
+        "callbacks_stuck": ("receivedcallback", {"waiting": "stuck"}),
+    }
     give_up = reconciliation.give_up_after()
-    open_too_long = []
     if give_up is not None:
-        too_old = now - give_up
-        open_too_long = [
-            Attention(
-                "open_too_long",
-                gettext("Payments open for over %(days)d days (no longer fetched)")
-                % {"days": give_up // dt.timedelta(days=1)},
-                counts["open_too_long"],
-                "paycollect.transaction",
-                {
-                    **in_community,
-                    "status__in": f"{Transaction.NEW},{Transaction.PENDING}",
-                    "uuid__isnull": "False",
-                    "created_at__lt": too_old.isoformat(),
-                },
-            )
-        ]
+        labels["open_too_long"] = gettext("Payments open for over %(days)d days (no longer fetched)") % {
+            "days": give_up // dt.timedelta(days=1)
+        }
+        lists["open_too_long"] = (
+            "transaction",
+            {
+                **own,
+                "status__in": f"{Transaction.NEW},{Transaction.PENDING}",
+                "uuid__isnull": "False",
+                "created_at__lt": (now - give_up).isoformat(),
+            },
+        )
+    # Callbacks are counted for the whole site (a callback names its community only once verified).
     return [
         Attention(
-            "payments_unknown",
-            gettext("Payments of unknown outcome"),
-            counts["payments_unknown"],
-            "paycollect.transaction",
-            {**in_community, "outcome_unknown__exact": "1"},
-        ),
-        Attention(
-            "refunds_unknown",
-            gettext("Refunds of unknown outcome"),
-            counts["refunds_unknown"],
-            "paycollect.refund",
-            {"community": community_id, "state__exact": Refund.UNKNOWN},
-        ),
-        Attention(
-            "refunds_stale",
-            gettext("Refunds pending for over %(minutes)d minutes")
-            % {"minutes": STALE_IN_FLIGHT // dt.timedelta(minutes=1)},
-            counts["refunds_stale"],
-            "paycollect.refund",
-            {"community": community_id, "state__exact": Refund.PENDING, "created_at__lt": stale.isoformat()},
-        ),
-        Attention(
-            "captures_unknown",
-            gettext("Captures of unknown outcome"),
-            counts["captures_unknown"],
-            "paycollect.transaction",
-            {**in_community, "capture_state__exact": Transaction.CAPTURE_UNKNOWN},
-        ),
-        Attention(
-            "cancellations_unknown",
-            gettext("Cancellations of unknown outcome"),
-            counts["cancellations_unknown"],
-            "paycollect.recurringseries",
-            {**in_community, "cancel_state__exact": RecurringSeries.CANCEL_UNKNOWN},
-        ),
-        Attention(
-            "direct_orders_unknown",
-            gettext("Direct orders of unknown outcome"),
-            counts["direct_orders_unknown"],
-            "paycollect.directorder",
-            {**in_community, "state__exact": DirectOrder.UNKNOWN},
-        ),
-        Attention(
-            "amount_mismatches",
-            gettext("Amount mismatches"),
-            counts["amount_mismatches"],
-            "paycollect.transaction",
-            {**in_community, "amount_mismatch__exact": "1"},
-        ),
-        Attention(
-            "unrecognised_statuses",
-            gettext("Unrecognised statuses"),
-            counts["unrecognised_statuses"],
-            "paycollect.transaction",
-            {**in_community, "status_unrecognised__exact": "1"},
-        ),
-        Attention(
-            "callbacks_failed",
-            gettext("Callbacks whose verification failed"),
-            counts["callbacks_failed"],
-            "paycollect.receivedcallback",
-            {"state__exact": ReceivedCallback.FAILED},
-            site_wide=True,
-        ),
-        Attention(
-            "callbacks_stuck",
-            gettext("Stuck callbacks"),
-            counts["callbacks_stuck"],
-            "paycollect.receivedcallback",
-            {"waiting": "stuck"},  # the callback list's filter: the same definition
-            site_wide=True,
-        ),
-        *open_too_long,
+            key, labels[key], count, f"paycollect.{model}", query, site_wide=model == "receivedcallback"
+        )
+        for key, count in waiting_for_a_person(community_id, now).items()
+        for model, query in [lists[key]]
     ]
 
 
@@ -441,20 +397,9 @@ def housekeeping(now: dt.datetime | None = None) -> list[Housekeeping]:
     for job, task in HOUSEKEEPING_JOBS:
         row = rows.get(job)
         interval = beat_interval(task)
-        last = row.last_run_at if row else None
-        since = last or (row.watched_since if row else None)
+        last, watched = (row.last_run_at, row.watched_since) if row else (None, None)
+        since = last or watched
         idle_for = max(now - since, dt.timedelta(0)) if since is not None else None
         late = last is not None and idle_for is not None and idle_for > interval * LATE_AFTER_INTERVALS
-        result.append(
-            Housekeeping(
-                job=job,
-                label=str(labels[job]),
-                task=task,
-                interval=interval,
-                last_run_at=last,
-                watched_since=row.watched_since if row else None,
-                late=late,
-                idle_for=idle_for,
-            )
-        )
+        result.append(Housekeeping(job, str(labels[job]), task, interval, last, watched, late, idle_for))
     return result
