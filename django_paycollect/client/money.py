@@ -108,38 +108,20 @@ def format_amount(value: Any) -> str:
     return format(_cents(exact_decimal(value)), "f")
 
 
-def _encode(value: Any, out: list[str]) -> None:
-    if isinstance(value, Decimal):
-        # Decimals are money: a JSON number with two decimals, no float ever involved.
-        out.append(format_amount(value))
-    elif isinstance(value, Mapping):
-        out.append("{")
-        for i, (key, item) in enumerate(value.items()):
-            if i:
-                out.append(", ")
-            out.append(json.dumps(str(key)))
-            out.append(": ")
-            _encode(item, out)
-        out.append("}")
-    elif isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray)):
-        out.append("[")
-        for i, item in enumerate(value):
-            if i:
-                out.append(", ")
-            _encode(item, out)
-        out.append("]")
-    elif isinstance(value, float):
-        raise MoneyError("floats are not written into request bodies; use Decimal", "float_in_body")
-    else:
-        # str, int, bool, None: the standard encoder is exact for these.
-        out.append(json.dumps(value))
-
-
 def dumps_json(value: Any) -> str:
     """Serialise a request body; every :class:`~decimal.Decimal` becomes a two-decimal JSON number."""
-    out: list[str] = []
-    _encode(value, out)
-    return "".join(out)
+    if isinstance(value, Decimal):
+        # Decimals are money: a JSON number with two decimals, no float ever involved.
+        return format_amount(value)
+    if isinstance(value, Mapping):
+        items = (f"{json.dumps(str(key))}: {dumps_json(item)}" for key, item in value.items())
+        return "{" + ", ".join(items) + "}"
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray)):
+        return "[" + ", ".join(dumps_json(item) for item in value) + "]"
+    if isinstance(value, float):
+        raise MoneyError("floats are not written into request bodies; use Decimal", "float_in_body")
+    # str, int, bool, None: the standard encoder is exact for these.
+    return json.dumps(value)
 
 
 #: Deeper JSON than this is refused: nothing the service sends nests so deep, and recursive walks
@@ -170,24 +152,18 @@ def clip_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> Any:
     """
     if not isinstance(value, (dict, list)):
         return value
-    root: Any = {} if isinstance(value, dict) else []
+    root: Any = {} if isinstance(value, dict) else [None] * len(value)
     stack: list[tuple[Any, Any, int]] = [(value, root, 1)]
     while stack:
         source, target, depth = stack.pop()
-        items = source.items() if isinstance(source, dict) else enumerate(source)
-        for key, child in items:
-            if isinstance(child, (dict, list)):
-                if depth >= limit:
-                    copy: Any = TOO_DEEP
-                else:
-                    copy = {} if isinstance(child, dict) else []
-                    stack.append((child, copy, depth + 1))
+        for key, child in source.items() if isinstance(source, dict) else enumerate(source):
+            if not isinstance(child, (dict, list)):
+                target[key] = child
+            elif depth >= limit:
+                target[key] = TOO_DEEP
             else:
-                copy = child
-            if isinstance(target, dict):
-                target[key] = copy
-            else:
-                target.append(copy)
+                target[key] = {} if isinstance(child, dict) else [None] * len(child)
+                stack.append((child, target[key], depth + 1))
     return root
 
 
