@@ -1,26 +1,10 @@
 """Prometheus metrics of the app, read from the database when they are scraped (needs the ``metrics`` extra).
 
-:class:`PayCollectCollector` is a custom collector: it keeps no counters in the process, and each scrape
-reads the database with a fixed number of aggregate queries (:data:`QUERIES`, whatever the number of rows),
-the same definitions as the dashboard's (``health``: stuck, waiting for a person, late). So it needs no
-multiprocess directory under gunicorn: whichever worker answers a scrape reads the same database. It is
-registered with prometheus-client's default ``REGISTRY`` when the app is ready, if ``METRICS`` is on
-(:func:`install`), and served by :func:`metrics_view` (a bearer token from ``METRICS_TOKENS``) or by
-django-prometheus's endpoint, which serves the same registry.
-
-Families (all ``paycollect_*``; "recent" is the last :data:`RECENT_WINDOW`):
-
-* ``paycollect_callbacks{state}``: stored callbacks by state now;
-* ``paycollect_callbacks_stuck``, ``paycollect_callbacks_waiting``,
-  ``paycollect_callbacks_oldest_stuck_age_seconds``;
-* ``paycollect_callback_verification_seconds``: receipt to verification of recent verified callbacks, a
-  gauge histogram (``histogram_quantile`` takes its buckets as they are, no ``rate``);
-* ``paycollect_needs_a_person{kind}``: what waits for a person (unknown outcomes, payments open too long...);
-* ``paycollect_api_calls{operation,outcome}`` and ``paycollect_api_call_duration_seconds{operation}``: recent
-  calls of the service;
-* ``paycollect_housekeeping_idle_seconds{task}``, ``..._late_after_seconds{task}``, ``..._late{task}``
-  (``task``, not ``job``: Prometheus gives every target a ``job`` label of its own);
-* ``paycollect_up``: 1 when the database was read, 0 when it could not be (the rest is then left out).
+:class:`PayCollectCollector` keeps no counters in the process: each scrape reads the database with a fixed
+number of aggregate queries (:data:`QUERIES`), through ``health``'s definitions, so it needs no multiprocess
+directory under gunicorn. :func:`install` registers it with the default ``REGISTRY`` when the app is ready (if
+``METRICS`` is on); :func:`metrics_view` serves it behind a token of ``METRICS_TOKENS``. The families are
+those of :func:`_families`, described in docs/finance-and-operations.md.
 """
 
 from __future__ import annotations
@@ -142,12 +126,8 @@ class _Buckets:
         return {**counts, "count": Count("pk", filter=found), "total": Sum(duration)}
 
     def buckets(self, row: dict[str, Any]) -> list[tuple[str, float]]:
-        values = [(_bound_text(bound), float(row[f"le_{i}"])) for i, bound in enumerate(self.bounds)]
+        values = [(repr(float(bound)), float(row[f"le_{i}"])) for i, bound in enumerate(self.bounds)]
         return [*values, ("+Inf", float(row["count"]))]
-
-
-def _bound_text(bound: float) -> str:
-    return repr(float(bound))
 
 
 def _read(now: dt.datetime) -> list[Metric]:
