@@ -50,9 +50,6 @@ def _steps_to(value: Decimal, step: Decimal) -> int:
     return int((value / step).to_integral_value(rounding=ROUND_CEILING))
 
 
-#: What CLDR puts before the sign of a number of Latin digits in Arabic and the other right-to-left languages:
-
-
 def number_text(
     value: Decimal | int, places: int | None = None, *, plus: bool = False, grouping: bool = False
 ) -> str:
@@ -246,42 +243,17 @@ def daily_chart(days: Sequence[Day], currency: str, dom_id: str = "paycollect-ch
     for index, day in enumerate(days):
         x = chart.left + slot * index + (slot - width) / 2
         when = date_format(day.date, "j M")
-        if day.collected.amount:
-            height = _px(day.collected.amount * scale)
-            chart.bars.append(
-                Bar(
-                    _px(x),
-                    chart.zero_y - height,
-                    width,
-                    height,
-                    "collected",
-                    _("%(day)s: collected %(amount)s %(currency)s (%(count)s)")
-                    % {
-                        "day": when,
-                        "amount": _amount_text(day.collected.amount),
-                        "currency": currency,
-                        "count": day.collected.count,
-                    },
-                )
-            )
-        if day.refunded.amount:
-            height = _px(day.refunded.amount * scale)
-            chart.bars.append(
-                Bar(
-                    _px(x),
-                    chart.zero_y,
-                    width,
-                    height,
-                    "refunded",
-                    _("%(day)s: refunded %(amount)s %(currency)s (%(count)s)")
-                    % {
-                        "day": when,
-                        "amount": _amount_text(day.refunded.amount),
-                        "currency": currency,
-                        "count": day.refunded.count,
-                    },
-                )
-            )
+        # Collected grows up from the axis, refunded down from it.
+        for kind, figure, tooltip in (
+            ("collected", day.collected, _("%(day)s: collected %(amount)s %(currency)s (%(count)s)")),
+            ("refunded", day.refunded, _("%(day)s: refunded %(amount)s %(currency)s (%(count)s)")),
+        ):
+            if figure.amount:
+                height = _px(figure.amount * scale)
+                y = chart.zero_y - height if kind == "collected" else chart.zero_y
+                amount = _amount_text(figure.amount)
+                title = tooltip % {"day": when, "amount": amount, "currency": currency, "count": figure.count}
+                chart.bars.append(Bar(_px(x), y, width, height, kind, title))
         if index % label_every == 0:
             label_y = Decimal(chart.plot_bottom + 18)
             chart.x_labels.append(Label(_px(chart.left + slot * index + slot / 2), label_y, when))

@@ -5,6 +5,7 @@ holding ``paycollect.export_transaction`` and the permission to view the rows ex
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin, messages
@@ -51,6 +52,17 @@ def download(
     return response
 
 
+def export_action(file_format: str, description: Any) -> Callable[..., HttpResponseBase | None]:
+    """The action downloading the changelist's export (``export_rows``) of the selected in ``file_format``."""
+
+    @admin.action(description=description, permissions=["export"])
+    def action(model_admin: Any, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponseBase | None:
+        export = exports.EXPORTS[model_admin.export_name]
+        return download(request, export, model_admin.export_rows(queryset), file_format)
+
+    return action
+
+
 class ExportActions:
     """The two actions of a changelist whose rows (``export_rows``) are one export's."""
 
@@ -62,19 +74,8 @@ class ExportActions:
     def has_export_permission(self, request: HttpRequest) -> bool:
         return may_export(request, exports.EXPORTS[self.export_name])
 
-    def _export(
-        self, request: HttpRequest, queryset: QuerySet[Any], file_format: str
-    ) -> HttpResponseBase | None:
-        export = exports.EXPORTS[self.export_name]
-        return download(request, export, self.export_rows(queryset), file_format)
-
-    @admin.action(description=_("Export the selected as CSV"), permissions=["export"])
-    def export_csv(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponseBase | None:
-        return self._export(request, queryset, "csv")
-
-    @admin.action(description=_("Export the selected as XLSX"), permissions=["export"])
-    def export_xlsx(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponseBase | None:
-        return self._export(request, queryset, "xlsx")
+    export_csv = export_action("csv", _("Export the selected as CSV"))
+    export_xlsx = export_action("xlsx", _("Export the selected as XLSX"))
 
 
 EXPORT_ACTIONS = ("export_csv", "export_xlsx")

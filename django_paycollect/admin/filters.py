@@ -85,14 +85,8 @@ class OperationFilter(FixedChoicesFilter):
         return [(name, ApiCall.OPERATION_LABELS.get(name, name)) for name in OPERATIONS]
 
 
-def _error_classes() -> list[str]:
-    found: list[str] = []
-    pending: list[type] = [errors.PayCollectError]
-    while pending:
-        cls = pending.pop(0)
-        found.append(cls.__name__)
-        pending.extend(cls.__subclasses__())
-    return sorted(set(found))
+def _error_classes(cls: type = errors.PayCollectError) -> set[str]:
+    return {cls.__name__}.union(*map(_error_classes, cls.__subclasses__()))
 
 
 class ErrorClassFilter(FixedChoicesFilter):
@@ -104,7 +98,7 @@ class ErrorClassFilter(FixedChoicesFilter):
     offer_other = True
 
     def choices_of(self, request: HttpRequest) -> list[tuple[str, Any]]:
-        return [("", _("None (succeeded)")), *((name, name) for name in _error_classes())]
+        return [("", _("None (succeeded)")), *((name, name) for name in sorted(_error_classes()))]
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
         # "" cannot be a filter value (it means "all"): "none" stands for it.

@@ -43,22 +43,19 @@ def stored_secret_text(last4: str, encrypted: str) -> str:
     return gettext("Stored (too short to show its end).")
 
 
+def _secret_field(label: Any) -> forms.CharField:
+    # render_value=False: a stored or just-typed key never travels back to the browser,
+    # not even when the form is redisplayed with errors.
+    widget = forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"})
+    return forms.CharField(label=label, required=False, widget=widget)
+
+
 class CommunityForm(CommunityModelForm):
     """Community with write-only credentials: typed in, encrypted, never rendered back."""
 
-    # render_value=False: a stored or just-typed key never travels back to the browser,
-    # not even when the form is redisplayed with errors.
-    api_key = forms.CharField(
-        label=_("API key"),
-        required=False,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-    )
+    api_key = _secret_field(label=_("API key"))
     clear_api_key = forms.BooleanField(label=_("Remove the stored API key"), required=False)
-    basic_credentials = forms.CharField(
-        label=_("Basic credentials"),
-        required=False,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-    )
+    basic_credentials = _secret_field(label=_("Basic credentials"))
     clear_basic_credentials = forms.BooleanField(
         label=_("Remove the stored basic credentials"), required=False
     )
@@ -72,13 +69,10 @@ class CommunityForm(CommunityModelForm):
         community = self.instance
         keep = gettext("Leave blank to keep what is stored.")
         shape = gettext("As username:password; only dashboard statistics needs them.")
-        self.fields[
-            "api_key"
-        ].help_text = f"{stored_secret_text(community.api_key_last4, community.api_key_encrypted)} {keep}"
-        self.fields["basic_credentials"].help_text = (
-            f"{stored_secret_text(community.basic_credentials_last4, community.basic_credentials_encrypted)}"
-            f" {shape} {keep}"
-        )
+        api_key = stored_secret_text(community.api_key_last4, community.api_key_encrypted)
+        basic = stored_secret_text(community.basic_credentials_last4, community.basic_credentials_encrypted)
+        self.fields["api_key"].help_text = f"{api_key} {keep}"
+        self.fields["basic_credentials"].help_text = f"{basic} {shape} {keep}"
 
     def clean_basic_credentials(self) -> str:
         value: str = self.cleaned_data["basic_credentials"]
@@ -96,14 +90,11 @@ class CommunityForm(CommunityModelForm):
     def save(self, commit: bool = True) -> Community:
         community = self.instance
         # Blank keeps the stored value: the field is write-only, so blank means "not retyped".
-        if self.cleaned_data.get("clear_api_key"):
-            community.api_key = ""
-        elif self.cleaned_data.get("api_key"):
-            community.api_key = self.cleaned_data["api_key"]
-        if self.cleaned_data.get("clear_basic_credentials"):
-            community.basic_credentials = ""
-        elif self.cleaned_data.get("basic_credentials"):
-            community.basic_credentials = self.cleaned_data["basic_credentials"]
+        for name in ("api_key", "basic_credentials"):
+            if self.cleaned_data.get(f"clear_{name}"):
+                setattr(community, name, "")
+            elif self.cleaned_data.get(name):
+                setattr(community, name, self.cleaned_data[name])
         return super().save(commit)
 
 
@@ -162,13 +153,16 @@ def _text(**kwargs: Any) -> forms.CharField:
     return forms.CharField(widget=widgets.AdminTextInputWidget, **kwargs)
 
 
+def _url(**kwargs: Any) -> forms.URLField:
+    # assume_scheme: a URL typed without a scheme is https.
+    widget = widgets.AdminURLFieldWidget
+    return forms.URLField(required=False, max_length=2000, widget=widget, assume_scheme="https", **kwargs)
+
+
 def _lines(text: str) -> list[tuple[int, list[str]]]:
     """Non-blank lines as (line number, fields split on "|")."""
-    out = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            out.append((number, [part.strip() for part in line.split("|")]))
-    return out
+    numbered = enumerate(text.splitlines(), start=1)
+    return [(number, [part.strip() for part in line.split("|")]) for number, line in numbered if line.strip()]
 
 
 YES = {"required", "yes", "true", "1"}
@@ -249,24 +243,16 @@ class DirectOrderForm(forms.Form):
     send_by_email = forms.BooleanField(label=_("Send the link by e-mail"), required=False)
     cc_email = forms.EmailField(label=_("CC e-mail"), required=False, widget=widgets.AdminEmailInputWidget)
     send_by_sms = forms.BooleanField(label=_("Send the link by SMS"), required=False)
-    redirect_url = forms.URLField(
+    redirect_url = _url(
         label=_("Redirect URL"),
-        required=False,
-        max_length=2000,
-        widget=widgets.AdminURLFieldWidget,
         help_text=_(
             "Where the customer returns after paying. Left blank: this site's return view, which sends the "
             "customer on to SUCCESS_URL or FAILURE_URL."
         ),
-        assume_scheme="https",  # a URL typed without a scheme
     )
-    callback_url = forms.URLField(
+    callback_url = _url(
         label=_("Callback URL"),
-        required=False,
-        max_length=2000,
-        widget=widgets.AdminURLFieldWidget,
         help_text=_("Left blank: this site's callback view, with the current callback token."),
-        assume_scheme="https",  # a URL typed without a scheme
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

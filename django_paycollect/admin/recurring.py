@@ -10,7 +10,6 @@ from django.contrib import admin
 from django.contrib.admin import helpers
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.http.response import HttpResponseBase
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.safestring import SafeString
@@ -31,7 +30,7 @@ from .common import (
     link,
     permission,
 )
-from .exports import EXPORT_ACTIONS, ExportActions
+from .exports import EXPORT_ACTIONS, ExportActions, export_action
 from .filters import CommunityFilter
 
 
@@ -185,13 +184,8 @@ class RecurringSeriesAdmin(ExportActions, PayCollectAdmin[RecurringSeries]):
     def export_rows(self, queryset: QuerySet[Any]) -> QuerySet[Any]:
         return exports.of_series(queryset)
 
-    @admin.action(description=_("Export the renewals of the selected series as CSV"), permissions=["export"])
-    def export_csv(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponseBase | None:
-        return self._export(request, queryset, "csv")
-
-    @admin.action(description=_("Export the renewals of the selected series as XLSX"), permissions=["export"])
-    def export_xlsx(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponseBase | None:
-        return self._export(request, queryset, "xlsx")
+    export_csv = export_action("csv", _("Export the renewals of the selected series as CSV"))
+    export_xlsx = export_action("xlsx", _("Export the renewals of the selected series as XLSX"))
 
     has_cancel_permission = permission("cancel_recurringseries")
 
