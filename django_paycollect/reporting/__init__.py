@@ -1,24 +1,11 @@
 """The figures of the payments dashboard and of ``paycollect_report``: what came in, what is healthy, and
-what needs a person, for one community and currency over a period of days.
+what needs a person, for one community and currency over a period of calendar days (docs/admin.md says what
+each figure means). Computed in the database by aggregation, in a fixed number of queries whatever the number
+of rows (the indexes named ``paycollect_*_report*`` serve them); amounts summed exactly, as ``Decimal``.
 
-Everything is computed in the database, by aggregation, with a fixed number of queries whatever the
-number of rows (the indexes named ``paycollect_*_report*`` serve them). Amounts are summed exactly (as
-decimals, or on SQLite, which would sum them as floats, as whole piasters) and returned as ``Decimal``.
-
-Days are calendar days of the current time zone (``TIME_ZONE``); a period of 7 days is today and the six
-days before it, up to now. What the figures mean:
-
-* *collected*: successful payments, on the day they became successful here (``succeeded_at``), renewal
-  charges of recurring series included; *refunded*: refunds that succeeded, on the day they did;
-* *started*: payments created in the period, by their status now; the success rate is the successful
-  ones among those the service decided (successful or failed);
-* callbacks are counted for the whole site (a callback names its community only once verified);
-* what needs a person is counted over all time, whatever the currency: it does not go away by itself.
-
-A package: ``figures`` (the period, money, collected per day, payments by status), ``health`` (callbacks,
-what needs a person, whether the periodic jobs are late), ``report`` (the statistics comparison, the
-whole report, its text and JSON) and ``exports`` (transactions, refunds and renewals of a period as CSV and
-XLSX, whose totals are these figures).
+Its modules: ``figures`` (the period, money, collected per day, payments by status), ``health`` (callbacks,
+what needs a person, late periodic jobs), ``report`` (the statistics comparison, the whole report, its text
+and JSON), ``exports`` (CSV and XLSX, whose totals are these figures) and ``metrics`` (Prometheus).
 """
 
 from __future__ import annotations
