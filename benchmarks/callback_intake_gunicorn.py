@@ -47,7 +47,6 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +69,7 @@ from benchmarks._support import (
     temp_workdir,
     write_section,
 )
+from benchmarks._support.payments import sandbox_with_payments, shared_directory, store_pending
 from benchmarks._support.servers import (
     children,
     ensure_wrk,
@@ -87,7 +87,6 @@ TOKEN = "tests-callback-token-0123456789"  # noqa: S105  (tests.settings' CALLBA
 QUEUE = "paycollect-bench"  # CELERY_TASK_DEFAULT_QUEUE of the benchmark settings
 ORM_QUEUE = "paycollect-bench-orm"  # the ORM bare pipeline's (CELERY_TASK_ROUTES)
 FLOOR_QUEUE = "paycollect-bench-bare"  # the hand-written floor's Redis list
-BILLING = {"name": "Mona Ali", "email": "mona@example.com", "phone_number": "+201001234567"}
 WRK_SCRIPT = Path(__file__).resolve().parent / "_support" / "callback.lua"
 BARE_WORKER = Path(__file__).resolve().parent / "_support" / "bare_worker.py"
 LABELS = {
@@ -164,7 +163,7 @@ def drive(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each measure (default 3)")
-    parser.add_argument("--seconds", type=int, default=4, help="seconds of each intake block (default 4)")
+    parser.add_argument("--seconds", type=int, default=3, help="seconds of each intake block (default 3)")
     parser.add_argument("--connections", type=int, default=4, help="wrk connections (default 4)")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers (default 2)")
     parser.add_argument(
@@ -195,7 +194,8 @@ def main() -> int:
         with temp_workdir() as workdir, stopped_on_exit() as stack:
             return run(Path(workdir), stack, args)
 
-    results = for_each_project(__file__, args, one)
+    with shared_directory():  # the sandbox's payments made by the first project, copied by the second
+        results = for_each_project(__file__, args, one)
     if args.results:
         return 0
     return report(results, args)
@@ -211,15 +211,16 @@ def run(workdir: Path, stack: contextlib.ExitStack, args: argparse.Namespace) ->
     from django.db import connection
 
     from benchmarks._support.bare import BareCallback
-    from django_paycollect.sandbox.testing import SandboxControl, start_sandbox
 
     with connection.schema_editor() as editor:
         editor.create_model(BareCallback)
-    sandbox = start_sandbox(workdir / "sandbox")
-    stack.callback(sandbox.stop)
+    # The payments the callbacks of the delay measure name, started and completed at the sandbox (those of
+    # an earlier project or script copied).
+    pipelines = 3 if args.floor else 2
+    needed = pipelines * args.callbacks * args.rounds * len(args.rates)
+    sandbox, uuids = sandbox_with_payments(workdir, stack, needed)
     info = sandbox.info
     community = str(info["community_id"])
-    SandboxControl(info["base_url"]).configure_api_payment(int(info["variable_amount_id"]), callback_url="")
     paycollect = {
         "BASE_URL": info["base_url"],
         "COMMUNITY_ID": community,
@@ -246,7 +247,7 @@ def run(workdir: Path, stack: contextlib.ExitStack, args: argparse.Namespace) ->
         if name != "floor" or args.floor
     }
     blocks: dict[str, list[Block]] = {name: [] for name in paths}
-    warmed = {name: drive(wrk, server, path, 2, args, community).requests for name, path in paths.items()}
+    warmed = {name: drive(wrk, server, path, 1, args, community).requests for name, path in paths.items()}
     names = list(paths)
     for number in range(args.rounds):
         turn = number % len(names)
@@ -265,7 +266,7 @@ def run(workdir: Path, stack: contextlib.ExitStack, args: argparse.Namespace) ->
     queues = redis.Redis.from_url(broker)
     messages = {name: queues.llen(name) for name in (QUEUE, ORM_QUEUE, FLOOR_QUEUE)}
     queues.delete(QUEUE, ORM_QUEUE, FLOOR_QUEUE)  # what the intake blocks queued names no payment
-    verification = measure_delays(stack, workdir, env, server, info, args) if args.callbacks else {}
+    verification = measure_delays(stack, workdir, env, server, info, uuids, args) if args.callbacks else {}
     return {
         "blocks": {name: [asdict(b) for b in found] for name, found in blocks.items()},
         "messages": messages,
@@ -286,16 +287,28 @@ def check_stored(sent: int) -> None:
 
 
 def celery_worker(
-    stack: contextlib.ExitStack, env: dict[str, str], queue: str, processes: int, log: Path
+    stack: contextlib.ExitStack,
+    env: dict[str, str],
+    queue: str,
+    processes: int,
+    log: Path,
+    *,
+    wait: bool = True,
 ) -> subprocess.Popen[bytes]:
+    """A Celery worker of ``queue``; with ``wait``, once it says it is ready."""
     command = [sys.executable, "-m", "celery", "-A", "tests.celery_app", "worker", "-P", "prefork"]
     command += ["-c", str(processes), "-Q", queue, "--without-gossip", "--without-mingle"]
     command += ["--without-heartbeat", "-l", "info"]
     worker = spawn(stack, command, env=env, log=log)
+    if wait:
+        worker_ready(queue, worker, log)
+    return worker
+
+
+def worker_ready(queue: str, worker: subprocess.Popen[bytes], log: Path) -> None:
     wait_until(
         f"the Celery worker of {queue}", lambda: " ready." in log.read_text(errors="replace"), worker, log
     )
-    return worker
 
 
 def measure_delays(
@@ -304,60 +317,26 @@ def measure_delays(
     env: dict[str, str],
     server: Server,
     info: dict[str, Any],
+    uuids: list[str],
     args: argparse.Namespace,
 ) -> dict[str, Any]:
     """Receipt to verification (ms) of every callback, by rate, pipeline and round.
 
-    The callbacks name payments the site started (stored PENDING, as ``services.start_payment`` leaves
-    them) and the sandbox completed: verification applies a status change, the common case.
+    The callbacks name ``uuids``, payments the site started (stored PENDING here, as
+    ``services.start_payment`` leaves them) and the sandbox completed: verification applies a status change,
+    the common case.
     """
-    from django_paycollect.client import PayCollectClient
     from django_paycollect.models import Transaction
-    from django_paycollect.sandbox.testing import SandboxControl
 
     names = ["intake", "orm", *(["floor"] if args.floor else [])]
-    client = PayCollectClient(str(info["base_url"]), api_key=str(info["api_key"]))
-    control = SandboxControl(str(info["base_url"]))
-
-    def paid(_: int) -> str:
-        started = client.pay(
-            community_id=str(info["community_id"]),
-            amount=Decimal("104.50"),
-            original_amount=Decimal("104.50"),
-            variable_amount_id=int(info["variable_amount_id"]),
-            billing_data=BILLING,
-        )
-        uuid = str(started.result.transaction_uuid)
-        control.complete(uuid)
-        return uuid
-
-    needed = len(names) * args.callbacks * args.rounds * len(args.rates)
-    print(f"paying {needed} transactions at the sandbox...", flush=True)
-    began = time.monotonic()
-    with ThreadPoolExecutor(4) as pool:
-        uuids = list(pool.map(paid, range(needed)))
-    print(f"(paying: {time.monotonic() - began:.0f} s)", flush=True)
-    Transaction.objects.bulk_create(
-        Transaction(
-            uuid=uuid,
-            community_id=str(info["community_id"]),
-            status=Transaction.PENDING,
-            service_status=Transaction.PENDING,
-            total_amount=Decimal("104.50"),
-            original_amount=Decimal("104.50"),
-        )
-        for uuid in uuids
-    )
-    # The tables the intake blocks filled vacuumed and checkpointed now, not by PostgreSQL's background work
-    # during the rounds.
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE")
-        cursor.execute("CHECKPOINT")
-    log = workdir / "worker.log"
-    worker = celery_worker(stack, env, QUEUE, args.worker_processes, log)
-    orm_worker = celery_worker(stack, env, ORM_QUEUE, args.worker_processes, workdir / "orm-worker.log")
+    # The two workers start while the payments are stored: the three wait for imports and disks, not for
+    # each other; the rounds begin once all are done.
+    log, orm_log = workdir / "worker.log", workdir / "orm-worker.log"
+    worker = celery_worker(stack, env, QUEUE, args.worker_processes, log, wait=False)
+    orm_worker = celery_worker(stack, env, ORM_QUEUE, args.worker_processes, orm_log, wait=False)
+    store_pending(str(info["community_id"]), uuids)
+    worker_ready(QUEUE, worker, log)
+    worker_ready(ORM_QUEUE, orm_worker, orm_log)
     floor_workers = [
         spawn(
             stack,
@@ -472,7 +451,7 @@ def verification_delays(name: str, uuids: list[str], timeout: float = 180.0) -> 
     while done.count() < len(uuids):
         if time.monotonic() > deadline:
             raise SystemExit(f"{name}: {done.count()} of {len(uuids)} callbacks verified in {timeout:g} s")
-        time.sleep(0.5)
+        time.sleep(0.2)  # the last callbacks verify within a second: a short look saves seconds a round
     return sorted(
         (processed - received).total_seconds() * 1000
         for received, processed in rows.values_list("received_at", "processed_at")

@@ -39,8 +39,6 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +56,7 @@ from benchmarks._support import (
     temp_workdir,
     write_section,
 )
+from benchmarks._support.payments import sandbox_with_payments, store_pending
 from benchmarks._support.servers import (
     spawn,
     start_postgres,
@@ -67,13 +66,13 @@ from benchmarks._support.servers import (
     wait_until,
 )
 from benchmarks.callback_intake_gunicorn import (
-    BILLING,
     QUEUE,
     TOKEN,
     Server,
     celery_worker,
     steady_load,
     verification_delays,
+    worker_ready,
 )
 
 RUNNERS = {"django": "Django's tasks (db_worker)", "celery": "Celery (Redis)"}
@@ -122,16 +121,19 @@ class DbWorkers:
     def exactly(self, count: int) -> None:
         while len(self.running) > count:
             stop_group(self.running.pop())  # SIGTERM: db_worker exits at once when it runs no task
-        while len(self.running) < count:
+        # All started, then all waited for: each takes its seconds of imports, not one after the other.
+        starting: list[tuple[int, subprocess.Popen[bytes], Path]] = []
+        while len(self.running) + len(starting) < count:
             self.started += 1
             log = self.workdir / f"db-worker-{self.started}.log"
             command = [sys.executable, "-m", "django", "db_worker", "--no-reload"]
-            worker = spawn(self.stack, command, env=self.env, log=log)
+            starting.append((self.started, spawn(self.stack, command, env=self.env, log=log), log))
+        for number, worker, log in starting:
 
             def ready(log: Path = log) -> bool:
                 return "Starting worker" in log.read_text(errors="replace")
 
-            wait_until(f"db_worker {self.started}", ready, worker, log)
+            wait_until(f"db_worker {number}", ready, worker, log)
             self.running.append(worker)
 
 
@@ -142,12 +144,13 @@ def run(workdir: Path, stack: contextlib.ExitStack, args: argparse.Namespace) ->
     os.environ["PAYCOLLECT_BENCH_TASKS"] = "db"  # django-tasks-db's table, migrated here
     database = fresh_postgres_database(start_postgres(stack), "bench_runners")
     setup_django_on_postgres(database)
-    from django_paycollect.sandbox.testing import SandboxControl, start_sandbox
-
-    sandbox = start_sandbox(workdir / "sandbox")
-    stack.callback(sandbox.stop)
+    # The payments the callbacks name, started and completed at the sandbox (under make bench, a copy of
+    # callback_intake_gunicorn.py's); the fan-out reopens payments the delay measure verified.
+    needed = len(RUNNERS) * args.callbacks * args.rounds * len(args.rates)
+    sandbox, uuids = sandbox_with_payments(
+        workdir, stack, max(needed, args.transactions) + len(RUNNERS) * WARM_UP
+    )
     info = sandbox.info
-    SandboxControl(info["base_url"]).configure_api_payment(int(info["variable_amount_id"]), callback_url="")
     paycollect = {
         "BASE_URL": info["base_url"],
         "COMMUNITY_ID": str(info["community_id"]),
@@ -173,14 +176,15 @@ def run(workdir: Path, stack: contextlib.ExitStack, args: argparse.Namespace) ->
         runner: Server(stack, envs[runner], workdir / f"gunicorn-{runner}.log", args.workers)
         for runner in RUNNERS
     }
-    celery_worker(stack, envs["celery"], QUEUE, args.processes, workdir / "celery-worker.log")
+    # The workers start while the payments are stored; the warm-up waits for all of them.
+    celery_log = workdir / "celery-worker.log"
+    celery = celery_worker(stack, envs["celery"], QUEUE, args.processes, celery_log, wait=False)
+    store_pending(str(info["community_id"]), uuids)
     db_workers = DbWorkers(stack, envs["django"], workdir)
     db_workers.exactly(args.processes)
+    worker_ready(QUEUE, celery, celery_log)
     print(f"(set-up: {time.monotonic() - began:.0f} s)", flush=True)
 
-    # The fan-out reopens payments the delay measure verified (every one completed at the sandbox).
-    needed = len(RUNNERS) * args.callbacks * args.rounds * len(args.rates)
-    uuids = pay(info, max(needed, args.transactions) + len(RUNNERS) * WARM_UP)
     urls = {runner: f"{servers[runner].url}/paycollect/callback/{TOKEN}/" for runner in RUNNERS}
     # Warm each pipeline (the workers' imports and sessions, gunicorn's), unmeasured.
     for runner in RUNNERS:
@@ -229,52 +233,6 @@ def run(workdir: Path, stack: contextlib.ExitStack, args: argparse.Namespace) ->
     fanned = fan_out(db_workers, uuids[: args.transactions], args)
     print(f"(all: {time.monotonic() - began:.0f} s)", flush=True)
     return {"delays": delays, "rates": rates, "fanned": fanned}
-
-
-def pay(info: dict[str, Any], count: int) -> list[str]:
-    """``count`` payments started at the sandbox and completed there, stored PENDING here (as
-    ``services.start_payment`` leaves them)."""
-    from django_paycollect.client import PayCollectClient
-    from django_paycollect.models import Transaction
-    from django_paycollect.sandbox.testing import SandboxControl
-
-    client = PayCollectClient(str(info["base_url"]), api_key=str(info["api_key"]))
-    control = SandboxControl(str(info["base_url"]))
-
-    def paid(_: int) -> str:
-        started = client.pay(
-            community_id=str(info["community_id"]),
-            amount=Decimal("104.50"),
-            original_amount=Decimal("104.50"),
-            variable_amount_id=int(info["variable_amount_id"]),
-            billing_data=BILLING,
-        )
-        uuid = str(started.result.transaction_uuid)
-        control.complete(uuid)
-        return uuid
-
-    print(f"paying {count} transactions at the sandbox...", flush=True)
-    began = time.monotonic()
-    with ThreadPoolExecutor(4) as pool:
-        uuids = list(pool.map(paid, range(count)))
-    print(f"(paying: {time.monotonic() - began:.0f} s)", flush=True)
-    Transaction.objects.bulk_create(
-        Transaction(
-            uuid=uuid,
-            community_id=str(info["community_id"]),
-            status=Transaction.PENDING,
-            service_status=Transaction.PENDING,
-            total_amount=Decimal("104.50"),
-            original_amount=Decimal("104.50"),
-        )
-        for uuid in uuids
-    )
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE")
-        cursor.execute("CHECKPOINT")
-    return uuids
 
 
 def verified_rate(uuids: list[str]) -> float:
