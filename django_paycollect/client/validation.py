@@ -15,10 +15,11 @@ spaces trimmed. What is sent is always the spec's shape and spelling.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -49,6 +50,17 @@ __all__ = [
     "phone_problem",
 ]
 
+
+def _fields(value: Any, typed: type) -> tuple[Any, ...] | None:
+    """The fields of a ``typed`` dataclass, from one or from the spec's mapping of them, else None."""
+    names = [item.name for item in dataclasses.fields(typed)]
+    if isinstance(value, typed):
+        return tuple(getattr(value, name) for name in names)
+    if isinstance(value, Mapping):
+        return tuple(value.get(name) for name in names)
+    return None
+
+
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _PNG = b"\x89PNG\r\n\x1a\n"
 _JPEG = b"\xff\xd8\xff"
@@ -59,11 +71,6 @@ class Checker:
 
     def __init__(self) -> None:
         self.problems: dict[str, list[Problem]] = {}
-
-    @property
-    def field_errors(self) -> dict[str, list[str]]:
-        """The problems' English messages by field path."""
-        return {path: [problem.message for problem in items] for path, items in self.problems.items()}
 
     def fail(self, path: str, code: str, **params: Any) -> None:
         """Record a problem of the field at ``path``: a code of :data:`MESSAGES` and its parameters."""
@@ -287,42 +294,35 @@ class Checker:
     # --- structures -------------------------------------------------------------------
 
     def billing_data(self, value: Any) -> dict[str, Any] | None:
-        if isinstance(value, Mapping):
-            name, email, phone = value.get("name"), value.get("email"), value.get("phone_number")
-        elif isinstance(value, BillingData):
-            name, email, phone = value.name, value.email, value.phone_number
-        else:
+        given = _fields(value, BillingData)
+        if given is None:
             self.fail("billing_data", "billing_data_type")
             return None
+        name, email, phone = given
         return {
             "name": self.person_name("billing_data.name", name),
             "email": self.email("billing_data.email", email),
             "phone_number": self.phone("billing_data.phone_number", phone),
         }
 
-    def _items(self, path: str, value: Any) -> Sequence[Any]:
-        if value is None:
-            return []
+    def _each(self, path: str, value: Any, typed: type, code: str) -> Iterator[tuple[str, tuple[Any, ...]]]:
+        """Each item of the list ``value``, a ``typed`` or its mapping (else ``code``): path and fields."""
         if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
             self.fail(path, "not_list")
-            return []
-        return value
+            return
+        for i, item in enumerate(value):
+            given = _fields(item, typed)
+            if given is None:
+                self.fail(f"{path}.{i}", code)
+            else:
+                yield f"{path}.{i}", given
 
     def custom_field_values(self, value: Any) -> list[dict[str, Any]] | None:
         if value is None:
             return None
         out = []
-        label: Any
-        field_value: Any
-        for i, item in enumerate(self._items("custom_fields", value)):
-            path = f"custom_fields.{i}"
-            if isinstance(item, CustomFieldValue):
-                label, field_value = item.field_label, item.field_value
-            elif isinstance(item, Mapping):
-                label, field_value = item.get("field_label"), item.get("field_value")
-            else:
-                self.fail(path, "custom_field_value_type")
-                continue
+        items = self._each("custom_fields", value, CustomFieldValue, "custom_field_value_type")
+        for path, (label, field_value) in items:
             label = self.text(f"{path}.field_label", label)
             if isinstance(field_value, float) or not isinstance(field_value, (str, int, Decimal)):
                 self.fail(f"{path}.field_value", "custom_field_value_invalid")
@@ -339,29 +339,16 @@ class Checker:
         if value is None:
             return None
         out = []
-        for i, item in enumerate(self._items("custom_fields", value)):
-            path = f"custom_fields.{i}"
-            if isinstance(item, Mapping):
-                item = CustomFieldDefinition(
-                    field_label=item.get("field_label"),  # type: ignore[arg-type]
-                    field_type=item.get("field_type"),  # type: ignore[arg-type]
-                    required=item.get("required"),
-                    field_choices=item.get("field_choices"),
-                )
-            if not isinstance(item, CustomFieldDefinition):
-                self.fail(path, "custom_field_definition_type")
-                continue
-            definition: dict[str, Any] = {"field_label": self.text(f"{path}.field_label", item.field_label)}
-            field_type = (
-                spelled(item.field_type, CUSTOM_FIELD_TYPES) if isinstance(item.field_type, str) else None
-            )
+        items = self._each("custom_fields", value, CustomFieldDefinition, "custom_field_definition_type")
+        for path, (label, given_type, given_required, choices) in items:
+            definition: dict[str, Any] = {"field_label": self.text(f"{path}.field_label", label)}
+            field_type = spelled(given_type, CUSTOM_FIELD_TYPES) if isinstance(given_type, str) else None
             if field_type is None:
                 self.fail(f"{path}.field_type", "one_of", choices=tuple(CUSTOM_FIELD_TYPES))
             definition["field_type"] = field_type
-            required = self.boolean(f"{path}.required", item.required)
+            required = self.boolean(f"{path}.required", given_required)
             if required is not None:
                 definition["required"] = required
-            choices = item.field_choices
             if field_type == "DROPDOWNLIST":
                 if isinstance(choices, str):
                     choices = [c.strip() for c in choices.split(",")]
@@ -379,21 +366,10 @@ class Checker:
     def tags(self, value: Any) -> list[dict[str, Any]] | None:
         if value is None:
             return None
-        out = []
-        tag_id: Any
-        name: Any
-        for i, item in enumerate(self._items("tags", value)):
-            if isinstance(item, Tag):
-                tag_id, name = item.id, item.name
-            elif isinstance(item, Mapping):
-                tag_id, name = item.get("id"), item.get("name")
-            else:
-                self.fail(f"tags.{i}", "tag_type")
-                continue
-            out.append(
-                {"id": self.positive_int(f"tags.{i}.id", tag_id), "name": self.text(f"tags.{i}.name", name)}
-            )
-        return out
+        return [
+            {"id": self.positive_int(f"{path}.id", tag_id), "name": self.text(f"{path}.name", name)}
+            for path, (tag_id, name) in self._each("tags", value, Tag, "tag_type")
+        ]
 
     def names(self, path: str, value: Any, known: Sequence[str], *, only_known: bool) -> list[str] | None:
         """A list of names, or the spec's comma-separated text of them.
