@@ -1,23 +1,8 @@
-r"""The service layer's error contract, and the other exceptions of the Django side.
-
-Every operation of :mod:`django_paycollect.services` that does not do what it was asked raises one of four
-siblings under :class:`ServiceLayerError`, each with a stable ``error_code``: :class:`PaymentRefused` (the
-input, refused by our checks or by the service), :class:`StateConflict` (the state of what it acts on forbids
-it), :class:`NotFound` (the service does not know it) and :class:`ServiceUnavailable` (nothing happened; try
-again later). The two that name fields are Django ``ValidationError``\ s, so a form shows them on their
-fields. A state-changing operation that was sent returns its row instead, whose state says succeeded or
-unknown; when the service refused it, or it never left, the row it left is the exception's ``record``.
-
-:class:`PayCollectConfigurationError` is outside the contract, on purpose: Django's ``ImproperlyConfigured``,
-the site's fault and not the customer's, so a caller catching the contract to tell a customer something does
-not hide it. :class:`ServiceUsageError` is a bug of the caller (a state-changing call inside
-``transaction.atomic``).
-
-Their ``messages`` are for people, worded when they are read, in the language active then (our own words
-are lazy, :func:`lazy_text`), while :func:`describe_error` keeps a record in English. The service's refusal
-of a field we know is told in our words for it (:data:`~django_paycollect.problem_messages.SERVICE_REFUSALS`);
-its own words stay in the record (the ApiCall, the row's error, ``__cause__``), as do its refusals of other
-fields.
+"""The service layer's error contract (four siblings under :class:`ServiceLayerError`, each with a stable
+``error_code``), and the other exceptions of the Django side: :class:`PayCollectConfigurationError`, the
+site's fault and outside the contract on purpose, and :class:`ServiceUsageError`, the caller's bug. What each
+means and when it is raised: docs/services.md, the error contract. Their ``messages`` are worded when read,
+in the language active then (:func:`lazy_text`); :func:`describe_error` keeps a record in English.
 """
 
 from __future__ import annotations
@@ -244,15 +229,11 @@ def describe_error(error: BaseException) -> str:
     """``"<class>: <text>"`` for a record kept for people (a callback's error, a reconciliation finding):
     the client's error behind a contract error when there is one (``ServerError: ... (HTTP 503)``). In
     English, whatever the language of the request or task that met it: it is a record, not a message."""
-    if isinstance(error, CredentialsRefused):
-        # What to fix, rather than the client's "authentication failed (HTTP 401)", which names nothing.
-        with translation.override(None):
-            return f"{type(error).__name__}: {error}"
-    if isinstance(error, (ServiceLayerError, PayCollectConfigurationError)):
-        if isinstance(error.__cause__, PayCollectError):
-            return f"{type(error.__cause__).__name__}: {error.__cause__}"
-        with translation.override(None):
-            text = " ".join(error.messages) if isinstance(error, ValidationError) else str(error)
-        return f"{type(error).__name__}: {text}"
+    cause = error.__cause__
+    # A CredentialsRefused says what to fix, rather than the client's "authentication failed (HTTP 401)".
+    ours = isinstance(error, (ServiceLayerError, PayCollectConfigurationError))
+    if ours and isinstance(cause, PayCollectError) and not isinstance(error, CredentialsRefused):
+        return f"{type(cause).__name__}: {cause}"
     with translation.override(None):
-        return f"{type(error).__name__}: {error}"
+        text = " ".join(error.messages) if isinstance(error, (PaymentRefused, StateConflict)) else str(error)
+    return f"{type(error).__name__}: {text}"
