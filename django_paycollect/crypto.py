@@ -1,12 +1,6 @@
-"""Encryption at rest of stored secrets (API keys and basic credentials of Community rows).
-
-Fernet (AES-128-CBC with an HMAC-SHA256 tag, from the ``cryptography`` package) with rotation
-(``MultiFernet``): the first key of ``PAYCOLLECT["ENCRYPTION_KEYS"]`` encrypts, every key decrypts. Each
-Fernet key is derived from one entry with HKDF-SHA256, so any long random text or bytes is a key (check
-``paycollect.E016`` refuses short or repetitive ones); without the setting, from ``SECRET_KEY``.
-
-Values written before (``pcx1:...``, HMAC-SHA256 in counter mode) are still read with the same keys, and
-written again as Fernet tokens when their row is saved or by ``manage.py paycollect_rotate_keys``.
+"""Encryption at rest of the Community rows' API keys and basic credentials: Fernet with rotation, each key
+derived from an entry of ``PAYCOLLECT["ENCRYPTION_KEYS"]`` (or from ``SECRET_KEY``) by HKDF-SHA256; values of
+the earlier cipher (``pcx1:...``, HMAC-SHA256 in counter mode) read, never written (docs/settings.md).
 """
 
 from __future__ import annotations
@@ -105,10 +99,9 @@ def _derive(material: bytes, purpose: bytes) -> bytes:
 
 
 def _keystream(key: bytes, nonce: bytes, length: int) -> bytes:
-    blocks = []
-    for counter in range((length + 31) // 32):
-        blocks.append(hmac.new(key, nonce + counter.to_bytes(8, "big"), hashlib.sha256).digest())
-    return b"".join(blocks)[:length]
+    counters = range((length + 31) // 32)
+    stream = b"".join(hmac.new(key, nonce + n.to_bytes(8, "big"), hashlib.sha256).digest() for n in counters)
+    return stream[:length]
 
 
 def _legacy_decrypt(token: str) -> str:

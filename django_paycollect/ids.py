@@ -1,15 +1,9 @@
 """Transaction uuids in one canonical form: lower case, with dashes (``3f1c2a9e-8b7d-...-1b2c3d4e5f60``).
 
-The service names a transaction by its uuid, and a uuid can be spelled four ways: upper or lower case,
-with or without its dashes. Its 36-character form also comes wrapped: in braces (``{3f1c...}``, as GUIDs
-are often written) or as a URN (``urn:uuid:3f1c...``, RFC 9562). Every identifier that comes from outside
-(callback bodies, browser return parameters, the service's answers, admin searches, arguments of the service
-layer, the REST API's paths) goes through :func:`canonical_uuid` before it is looked up, deduplicated or
-stored, so that one transaction is one row whatever spelling reached us. ``models.CanonicalUuidField``
-applies it to every save and every lookup, and a unique index on the canonical form makes it a
-database-level guarantee for the four plain spellings (the ORM never writes a wrapped one).
-
-This module imports nothing from Django, so the client, serializers and settings can use it.
+Every uuid that comes from outside goes through :func:`canonical_uuid` before it is looked up, deduplicated or
+stored, whichever of its spellings reached us (case, dashes, braces, ``urn:uuid:``), so that one transaction
+is one row; ``models.CanonicalUuidField`` applies it to every save and lookup. Nothing from Django is
+imported here, so the client, serializers and settings can use it.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """The client's problems, and the service's refusals of fields we know, in the words of the active language.
 
 The client knows nothing of Django: its checks report each problem with a stable code and parameters
-(:class:`~django_paycollect.client.errors.Problem`; :data:`django_paycollect.client.validation.MESSAGES`
-lists the codes with their English words). Whatever reaches a Django user (the service layer's
-serializers, its ``PaymentRefused``, the forms) is worded here, lazily translated, with the same
-parameters. Field names of the spec (``billing_data.phone_number``, ``is_recurring``) stay as they are:
-they are identifiers, and only the sentences around them are translated.
-
-The service answers in its own language, whatever the customer's (the spec shows English). Its refusal of a
-field we know (a phone number our rule let through, an expired promocode) is told in our words for that field
-(:data:`SERVICE_REFUSALS`); its own words stay in the call's record (the ApiCall's envelope, the row's
-error, the client's error as ``__cause__``), where the admin shows them.
+(:class:`~django_paycollect.client.errors.Problem`), worded here, lazily translated; the spec's field names
+stay as they are. The service answers in its own language: its refusal of a field we know is told in our words
+(:data:`SERVICE_REFUSALS`), its own words stay in the call's record (docs/services.md).
 """
 
 from __future__ import annotations
