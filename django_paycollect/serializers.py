@@ -128,17 +128,14 @@ class DirectOrderSerializer(serializers.Serializer[dict[str, Any]]):
 
 def error_messages(detail: Any, prefix: str = "") -> dict[str, list[str]]:
     """DRF's error detail as ``{"dotted.path": [messages]}``."""
+    if not isinstance(detail, (Mapping, list)):
+        return {prefix: [str(detail)]}
+    # A list's items are at the path itself, as non-field errors are.
+    items = detail.items() if isinstance(detail, Mapping) else [("non_field_errors", item) for item in detail]
     out: dict[str, list[str]] = {}
-    if isinstance(detail, Mapping):
-        for key, value in detail.items():
-            name = "" if key == "non_field_errors" else str(key)
-            path = f"{prefix}.{name}" if prefix and name else (prefix or name)
-            for inner, messages in error_messages(value, path).items():
-                out.setdefault(inner, []).extend(messages)
-    elif isinstance(detail, list):
-        for item in detail:
-            for inner, messages in error_messages(item, prefix).items():
-                out.setdefault(inner, []).extend(messages)
-    else:
-        out.setdefault(prefix, []).append(str(detail))
+    for key, value in items:
+        name = "" if key == "non_field_errors" else str(key)
+        path = f"{prefix}.{name}" if prefix and name else (prefix or name)
+        for inner, messages in error_messages(value, path).items():
+            out.setdefault(inner, []).extend(messages)
     return out

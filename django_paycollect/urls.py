@@ -28,22 +28,19 @@ urlpatterns = [
 
 def service_urls(request: HttpRequest) -> dict[str, str]:
     """This site's ``redirect_url`` (the return view) and ``callback_url`` (the callback view with the current
-    token, ``CALLBACK_TOKENS[0]``; left out when there is none) as absolute URLs built on ``request``: what a
-    direct order must carry so that its customer comes back to ``SUCCESS_URL`` or ``FAILURE_URL`` and its
-    callback is heard, and what to configure for Pay's API payment. The callback URL holds a secret: pass it
-    to the service, never show nor store it (``DirectOrder`` stores it without the token). A URL that no
-    validator would let through (a host without a dot, as a test client's ``testserver``) is left out too: the
-    service could not call it."""
+    token; left out when there is none) as absolute URLs built on ``request``, for a direct order or Pay's API
+    payment. The callback URL holds a secret: pass it to the service, never show nor store it. A URL no
+    validator lets through (``testserver``) is left out too: the service could not call it."""
     urls = {"redirect_url": request.build_absolute_uri(reverse("paycollect:return"))}
     tokens = paycollect_settings.texts("CALLBACK_TOKENS")  # one text is one token, never its letters
     if tokens:
         urls["callback_url"] = request.build_absolute_uri(reverse("paycollect:callback", args=[tokens[0]]))
-    valid = URLValidator(schemes=["http", "https"])
-    usable = {}
-    for name, url in urls.items():
-        try:
-            valid(url)
-        except ValidationError:
-            continue
-        usable[name] = url
-    return usable
+    return {name: url for name, url in urls.items() if _valid(url)}
+
+
+def _valid(url: str) -> bool:
+    try:
+        URLValidator(schemes=["http", "https"])(url)
+    except ValidationError:
+        return False
+    return True
