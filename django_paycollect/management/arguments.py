@@ -11,20 +11,17 @@ from ..reconciliation import parse_age
 from ..reporting.figures import MAX_DAYS
 
 
-def age(text: str) -> timedelta:
-    """An age as people write it: ``30m``, ``2h``, ``90d`` (zero allowed)."""
+def age(text: str, *, allow_zero: bool = True) -> timedelta:
+    """An age as people write it: ``30m``, ``2h``, ``90d`` (zero allowed unless ``allow_zero`` is False)."""
     try:
-        return parse_age(text)
+        return parse_age(text, allow_zero=allow_zero)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def positive_age(text: str) -> timedelta:
     """An age of more than zero."""
-    try:
-        return parse_age(text, allow_zero=False)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    return age(text, allow_zero=False)
 
 
 def days(text: str) -> int:

@@ -54,7 +54,6 @@ class Command(BaseCommand):
 def lines(r: reporting.Report) -> list[str]:
     """The report as text, section by section (the admin page's order)."""
     span, cur = r.period, r.currency
-    end = timezone.localtime(span.end) if timezone.is_aware(span.end) else span.end
     out = [
         _(
             "Payments report: %(community)s, %(currency)s, %(days)d days: %(first)s to %(last)s (%(tz)s), "
@@ -67,7 +66,7 @@ def lines(r: reporting.Report) -> list[str]:
             "first": span.first_day.isoformat(),
             "last": span.last_day.isoformat(),
             "tz": span.time_zone,
-            "now": end.strftime("%Y-%m-%d %H:%M"),
+            "now": _at(span.end),
         },
         "",
         ngettext(
@@ -156,11 +155,7 @@ def _housekeeping_lines(r: reporting.Report) -> list[str]:
         if ran is None:
             last = _("never")
         else:
-            when = timezone.localtime(ran) if timezone.is_aware(ran) else ran
-            last = _("%(when)s (%(age)s ago)") % {
-                "when": when.strftime("%Y-%m-%d %H:%M"),
-                "age": duration_text(job.idle_for),
-            }
+            last = _("%(when)s (%(age)s ago)") % {"when": _at(ran), "age": duration_text(job.idle_for)}
         state = _("LATE") if job.late else _("not run yet") if ran is None else _("on time")
         rows.append([job.label, duration_text(job.interval), last, state])
     out = [
@@ -208,14 +203,11 @@ def _statistics_lines(r: reporting.Report) -> list[str]:
         [_("Balance"), text(snapshot.balance), "—", "—"],
         [_("Total settled"), text(snapshot.total_settled), "—", "—"],
     ]
-    taken = (
-        timezone.localtime(snapshot.taken_at) if timezone.is_aware(snapshot.taken_at) else snapshot.taken_at
-    )
     out = [
         title,
         _("Snapshot taken %(when)s (%(age)s before this report)")
         % {
-            "when": taken.strftime("%Y-%m-%d %H:%M"),
+            "when": _at(snapshot.taken_at),
             "age": duration_text(r.period.end - snapshot.taken_at),
         },
         _table([_("Figure"), _("The service"), _("Our ledger"), _("Difference")], rows),
@@ -227,6 +219,11 @@ def _statistics_lines(r: reporting.Report) -> list[str]:
             % {"others": ", ".join(others)}
         )
     return out
+
+
+def _at(moment: Any) -> str:
+    """A moment as the report writes it, in the site's time zone."""
+    return (timezone.localtime(moment) if timezone.is_aware(moment) else moment).strftime("%Y-%m-%d %H:%M")
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
