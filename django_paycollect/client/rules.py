@@ -18,10 +18,7 @@ _MARKUP = re.compile(r"<[^<>]*>|&#?\w+;")
 def spelled(name: str, known: Sequence[str]) -> str | None:
     """``name`` in the spelling of ``known`` when it matches one case-insensitively, else None."""
     folded = name.strip().casefold()
-    for candidate in known:
-        if candidate.casefold() == folded:
-            return candidate
-    return None
+    return next((candidate for candidate in known if candidate.casefold() == folded), None)
 
 
 def normalise_phone(value: str) -> str:

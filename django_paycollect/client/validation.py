@@ -62,8 +62,8 @@ def _fields(value: Any, typed: type) -> tuple[Any, ...] | None:
 
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-_PNG = b"\x89PNG\r\n\x1a\n"
-_JPEG = b"\xff\xd8\xff"
+#: The images a logo may be, by their first bytes: their content type and file extension.
+_IMAGES = ((b"\x89PNG\r\n\x1a\n", "image/png", "png"), (b"\xff\xd8\xff", "image/jpeg", "jpg"))
 
 
 class Checker:
@@ -80,12 +80,16 @@ class Checker:
         if self.problems:
             raise ValidationError("invalid request, nothing was sent", problems=self.problems, sent=False)
 
+    def _missing(self, path: str, value: Any, required: bool) -> bool:
+        """Whether ``value`` is left out (None): a problem when it is ``required``."""
+        if value is None and required:
+            self.fail(path, "required")
+        return value is None
+
     # --- scalars ----------------------------------------------------------------------
 
     def text(self, path: str, value: Any, *, required: bool = True) -> str | None:
-        if value is None:
-            if required:
-                self.fail(path, "required")
+        if self._missing(path, value, required):
             return None
         if not isinstance(value, str) or not value.strip():
             self.fail(path, "not_text")
@@ -93,9 +97,7 @@ class Checker:
         return value.strip()
 
     def amount(self, path: str, value: Any, *, required: bool = True) -> Decimal | None:
-        if value is None:
-            if required:
-                self.fail(path, "required")
+        if self._missing(path, value, required):
             return None
         try:
             amount = exact_decimal(value)
@@ -154,9 +156,7 @@ class Checker:
         :class:`~django_paycollect.client.Amount`) or, our convenience form, the bare amount with its
         currency given apart as ``currency``. Without a currency anywhere, ``default_currency``.
         """
-        if value is None:
-            if required:
-                self.fail(f"{path}.amount", "required")
+        if self._missing(f"{path}.amount", value, required):
             return None
         given: Any = None
         raw: Any
@@ -238,9 +238,7 @@ class Checker:
         return None
 
     def positive_int(self, path: str, value: Any, *, required: bool = True) -> int | None:
-        if value is None:
-            if required:
-                self.fail(path, "required")
+        if self._missing(path, value, required):
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             self.fail(path, "not_positive_int")
@@ -257,9 +255,7 @@ class Checker:
 
     def day(self, path: str, value: Any, *, required: bool = True) -> str | None:
         """A date as the spec writes it: ``YYYY-MM-DD``."""
-        if value is None:
-            if required:
-                self.fail(path, "required")
+        if self._missing(path, value, required):
             return None
         if isinstance(value, dt.datetime):
             self.fail(path, "date_with_time")
@@ -421,8 +417,7 @@ class Checker:
     def payment_methods(self, path: str, value: Any) -> list[str] | None:
         """Direct order's ``payment_methods`` (case-insensitive at the service): sent as an array, ``card``
         and ``kiosk`` spelled as in ``pay_using``, other names as given."""
-        if value is None:
-            self.fail(path, "required")
+        if self._missing(path, value, True):
             return None
         return self.names(path, value, KNOWN_PAY_USING, only_known=False)
 
@@ -450,8 +445,7 @@ class Checker:
     def logo(self, value: Any) -> Logo | None:
         """A png or jpg logo from a :class:`Logo`, bytes, a binary file object, a path, or a requests-style
         tuple ``(filename, bytes or file object[, content_type[, headers]])``. Judged by its content."""
-        if value is None:
-            self.fail("logo", "required")
+        if self._missing("logo", value, True):
             return None
         name: Any = None
         content_type: Any = None
@@ -486,13 +480,11 @@ class Checker:
         if not isinstance(content, bytes) or not (name is None or isinstance(name, (str, os.PathLike))):
             self.fail("logo", "logo_type")
             return None
-        if content.startswith(_PNG):
-            kind, extension = "image/png", "png"
-        elif content.startswith(_JPEG):
-            kind, extension = "image/jpeg", "jpg"
-        else:
+        image = next(((kind, ext) for magic, kind, ext in _IMAGES if content.startswith(magic)), None)
+        if image is None:
             self.fail("logo", "logo_format")
             return None
+        kind, extension = image
         filename = os.path.basename(os.fspath(name)) if name else ""
         if content_type is not None and not isinstance(content_type, str):
             content_type = None
