@@ -83,12 +83,10 @@ def prune(
     started = time.monotonic()
     result = PruneResult(cutoff=timezone.now() - older_than, dry_run=dry_run)
     calls = ApiCall.objects.filter(created_at__lt=result.cutoff)
-    old_callbacks = ReceivedCallback.objects.filter(received_at__lt=result.cutoff)
-    callbacks = (
-        old_callbacks if include_unprocessed else old_callbacks.filter(state__in=FINAL_CALLBACK_STATES)
-    )
+    callbacks = ReceivedCallback.objects.filter(received_at__lt=result.cutoff)
     if not include_unprocessed:
-        result.unprocessed_kept = old_callbacks.exclude(state__in=FINAL_CALLBACK_STATES).count()
+        result.unprocessed_kept = callbacks.exclude(state__in=FINAL_CALLBACK_STATES).count()
+        callbacks = callbacks.filter(state__in=FINAL_CALLBACK_STATES)
     marks = FetchMark.objects.filter(claimed_at__lt=result.cutoff)
     if dry_run:
         result.api_calls = calls.count()
@@ -96,13 +94,9 @@ def prune(
         result.fetch_marks = marks.count()
         return result
 
-    result.api_calls, batches = _delete_in_batches("API calls", calls, batch_size, progress)
-    result.batches += batches
-
-    result.callbacks, batches = _delete_in_batches("callbacks", callbacks, batch_size, progress)
-    result.batches += batches
-    result.fetch_marks, batches = _delete_in_batches("fetch marks", marks, batch_size, progress)
-    result.batches += batches
+    result.api_calls = _delete_in_batches("API calls", calls, result, batch_size, progress)
+    result.callbacks = _delete_in_batches("callbacks", callbacks, result, batch_size, progress)
+    result.fetch_marks = _delete_in_batches("fetch marks", marks, result, batch_size, progress)
     result.seconds = time.monotonic() - started
     return result
 
@@ -110,19 +104,21 @@ def prune(
 def _delete_in_batches(
     name: str,
     queryset: models.QuerySet[M],
+    result: PruneResult,
     batch_size: int,
     progress: PruneProgress | None,
-) -> tuple[int, int]:
-    """Delete the rows of ``queryset`` in pk order, ``batch_size`` at a time; returns (deleted, batches)."""
+) -> int:
+    """Delete the rows of ``queryset`` in pk order, ``batch_size`` at a time (counted in ``result.batches``);
+    returns how many."""
     total = queryset.count() if progress is not None else 0
     using = router.db_for_write(queryset.model)
-    deleted = batches = 0
+    deleted = 0
     # Every statement is bounded below by a key, the first batch by the table's first one: without it
     # SQLite reads the whole created_at index (and sorts it) to find the first batch.
     first = queryset.model._default_manager.using(using).order_by("pk").values_list("pk", flat=True)[:1]
     start = next(iter(first), None)
     if start is None:
-        return 0, 0
+        return 0
     remaining = queryset.filter(pk__gte=start)
     while True:
         with transaction.atomic(using=using):
@@ -145,9 +141,9 @@ def _delete_in_batches(
         # index would walk past every row deleted so far (dead entries until a vacuum), which made
         # pruning quadratic in the rows deleted.
         remaining = queryset.filter(pk__gt=last)
-        batches += 1
+        result.batches += 1
         if progress is not None:
             progress(name, deleted, max(total, deleted))
         if final:
             break
-    return deleted, batches
+    return deleted

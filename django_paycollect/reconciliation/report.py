@@ -76,22 +76,15 @@ class Summary:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-serialisable (the reconcile task's result)."""
-        return {
-            "community_id": self.community_id,
+        data = asdict(self)
+        findings = data.pop("findings")  # last, after the counts
+        return data | {
             "older_than": format_age(self.older_than),
             "started_at": self.started_at.isoformat(),
             "finished_at": self.finished_at.isoformat() if self.finished_at else None,
-            "fetched": self.fetched,
-            "changed": self.changed,
-            "abandoned": self.abandoned,
-            "cancels_settled": self.cancels_settled,
-            "missed_charges": self.missed_charges,
-            "given_up": self.given_up,
-            "chunks": self.chunks,
-            "chunked": self.chunked,
             "needs_review": len(self.needs_review),
             "errors": len(self.errors),
-            "findings": [asdict(f) for f in self.findings],
+            "findings": findings,
         }
 
     def lines(self) -> list[str]:

@@ -108,9 +108,7 @@ class Run:
                     logger.error(_MISCONFIGURED, step.phase, item.pk, describe_error(exc))
                 elif not isinstance(exc, ServiceLayerError):
                     logger.exception("reconciliation: %s %s failed", step.phase, item.pk)
-                finding = step.describe(item)
-                finding.outcome = f"error: {describe_error(exc)}"[:500]
-                finding.error = True
+                finding = step.describe(item, f"error: {describe_error(exc)}"[:500], error=True)
             with self.lock:
                 done += 1
                 if finding.changed or finding.needs_review or finding.error:
@@ -168,14 +166,6 @@ def give_up_after() -> timedelta | None:
     return None if seconds is None else timedelta(seconds=seconds)
 
 
-def given_up(now: datetime | None = None) -> Q:
-    """Open transactions reconciliation no longer fetches (older than ``RECONCILE_GIVE_UP_AFTER``)."""
-    age = give_up_after()
-    if age is None:
-        return Q(pk__in=[])
-    return open_at_the_service() & Q(created_at__lt=(now or timezone.now()) - age)
-
-
 class Step:
     """One kind of doubt: which rows, how each is named, what is done with it."""
 
@@ -187,18 +177,16 @@ class Step:
         raise NotImplementedError
 
     def label(self, item: Any) -> str:
-        raise NotImplementedError
+        return _label(item)  # a transaction, unless the step says otherwise
 
-    def describe(self, item: Any) -> Finding:
-        return Finding(self.phase, self.kind, item.pk, self.label(item), "")
+    def describe(self, item: Any, outcome: str = "", **flags: bool) -> Finding:
+        return Finding(self.phase, self.kind, item.pk, self.label(item), outcome, **flags)
 
     def handle(self, run: Run, item: Any) -> Finding:
         raise NotImplementedError
 
     def review(self, item: Any, outcome: str) -> Finding:
-        finding = self.describe(item)
-        finding.outcome, finding.needs_review = outcome, True
-        return finding
+        return self.describe(item, outcome, needs_review=True)
 
 
 class AbandonUnknownStarts(Step):
@@ -215,17 +203,11 @@ class AbandonUnknownStarts(Step):
             created_at__lt=run.cutoff,
         )
 
-    def label(self, item: Transaction) -> str:
-        return _label(item)
-
     def handle(self, run: Run, item: Transaction) -> Finding:
-        finding = self.describe(item)
-        if services.abandon_unknown_start(item):
-            run.summary.abandoned += 1
-            finding.outcome, finding.changed = "start outcome unknown: abandoned", True
-        else:
-            finding.outcome = "settled meanwhile"
-        return finding
+        if not services.abandon_unknown_start(item):
+            return self.describe(item, "settled meanwhile")
+        run.summary.abandoned += 1
+        return self.describe(item, "start outcome unknown: abandoned", changed=True)
 
 
 class FetchOpenTransactions(Step):
@@ -250,9 +232,6 @@ class FetchOpenTransactions(Step):
         # Past RECONCILE_GIVE_UP_AFTER not at all: the dashboard lists them for a person.
         age = give_up_after()
         return selected if age is None else selected.filter(created_at__gte=run.now - age)
-
-    def label(self, item: Transaction) -> str:
-        return _label(item)
 
     def handle(self, run: Run, item: Transaction) -> Finding:
         finding = self.describe(item)
@@ -346,9 +325,6 @@ class ReviewCaptures(Step):
             | Q(capture_state=Transaction.CAPTURE_PENDING, updated_at__lt=run.cutoff),
         )
 
-    def label(self, item: Transaction) -> str:
-        return _label(item)
-
     def handle(self, run: Run, item: Transaction) -> Finding:
         txn = run.fetch(item)
         why = "outcome unknown" if txn.capture_state == Transaction.CAPTURE_UNKNOWN else "still pending"
@@ -435,9 +411,7 @@ class CountMissedCharges(Step):
                 f"{missed} charge(s) made by the service that no callback told us of: their uuids "
                 "are in the service's dashboard; sync them by uuid",
             )
-        finding = self.describe(item)
-        finding.outcome = "every charge known"
-        return finding
+        return self.describe(item, "every charge known")
 
 
 #: The steps of a run, in order: closing what cannot be fetched first, then fetching, then reviewing.
@@ -486,8 +460,9 @@ def _fetch_open(run: Run, step: FetchOpenTransactions, fan_out: Callable[[list[i
     """Open transactions ``RECONCILE_CONCURRENCY`` at a time, or, past :data:`CHUNK_SIZE` with a
     ``fan_out``, handed out in chunks of that size to other workers."""
     selected = step.select(run)
-    if give_up_after() is not None:
-        run.summary.given_up = primary(Transaction).filter(run.scope, given_up(run.now)).count()
+    if (age := give_up_after()) is not None:  # the open transactions no longer fetched, counted
+        given_up = primary(Transaction).filter(run.scope, open_at_the_service(), created_at__lt=run.now - age)
+        run.summary.given_up = given_up.count()
     total, rows = _chunked(selected)
     if fan_out is not None and total > CHUNK_SIZE:
         pks = list(selected.order_by("pk").values_list("pk", flat=True))
