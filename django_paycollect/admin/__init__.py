@@ -1,18 +1,14 @@
 """The admin: a merchant's view of payments, and its actions.
 
-Actions are thin callers of :mod:`django_paycollect.services`: they never call the client, write
-ApiCall rows or set a status themselves. The state-changing services refuse to run inside
-``transaction.atomic`` (a rollback after the call would forget what the service did), so every
-view that calls one is marked ``transaction.non_atomic_requests`` (it then stays outside atomic
-even under ``ATOMIC_REQUESTS``), and the direct order add form does not go through
-``changeform_view``, which always runs in atomic.
+Actions are thin callers of :mod:`django_paycollect.services`: they never call the client, write ApiCall rows
+or set a status themselves. The state-changing services refuse to run inside ``transaction.atomic`` (a
+rollback after the call would forget what the service did), so every view that calls one is marked
+``transaction.non_atomic_requests`` (outside atomic even under ``ATOMIC_REQUESTS``), and the direct order add
+form does not go through ``changeform_view``, which always runs in atomic. Money records are read-only here:
+they change only through the service layer.
 
-Money records are read-only here: they change only through the service layer.
-
-One module per page family registers its model admins (``transactions``, ``recurring``, ``direct_orders``,
-``communities``, ``records``, ``callbacks``, ``dashboard`` with its ``charts``); what they share is in
-``common``, ``changelists`` (pages that stay fast at millions of rows), ``filters`` and ``forms``. Importing
-this package registers them all; its names are the model admins, for a project that subclasses one.
+Importing this package registers the model admins of every page family (the modules are listed in
+docs/architecture.md); its names are the model admins, for a project that subclasses one.
 """
 
 from __future__ import annotations

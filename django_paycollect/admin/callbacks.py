@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from functools import partial
 
 from django.contrib import admin
@@ -167,16 +168,12 @@ class ReceivedCallbackAdmin(PayCollectAdmin[ReceivedCallback]):
         # Pretty when it parses and is of a callback's size and shape; otherwise as it arrived. Any
         # stored body renders: NaN, lone surrogates, nesting past the recursion limit, megabytes
         # (indenting thousands of nested levels would make a page of hundreds of megabytes).
-        as_sent = code_block(obj.body or "—")
-        if len(obj.body) > PRETTY_BODY_CHARS:
-            return as_sent
-        try:
-            document = loads_json(obj.body)
-            if too_deep(document):
-                return as_sent
-            return pretty_json(json_safe(document))
-        except (ValueError, TypeError, RecursionError):
-            return as_sent
+        if len(obj.body) <= PRETTY_BODY_CHARS:
+            with suppress(ValueError, TypeError, RecursionError):
+                document = loads_json(obj.body)
+                if not too_deep(document):
+                    return pretty_json(json_safe(document))
+        return code_block(obj.body or "—")
 
     custom_fields_display = json_display("custom_fields", _("custom fields"))
     hint_errors_display = json_display("hint_errors", _("malformed hints (stored as not sent)"))

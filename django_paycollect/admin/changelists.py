@@ -1,19 +1,7 @@
-"""Admin changelists that stay fast at millions of rows.
-
-Every page of the app's admin costs about the same at ten thousand rows and at a million, on PostgreSQL:
-
-- counts are capped (:class:`CappedCountPaginator`): ``COUNT(*)`` over at most ``count_limit + 1`` rows,
-  shown as "more than 10,000", rather than a count of the whole table on every load;
-- list filters list fixed choices (the spec's statuses, the client's operations and error classes, the
-  communities known here), never a ``SELECT DISTINCT`` over the table (see ``filters``);
-- searches are exact matches on indexed identifiers (a uuid in any spelling is made canonical first); a
-  related identifier (``transaction__uuid``) is resolved to primary keys first, so the search is an index
-  lookup on this table rather than a join of two full scans;
-- only indexed columns sort, and the primary key that Django adds to make an ordering total goes in the
-  same direction as the column, so one index ``(column, id)`` serves both directions;
-- a filter or search holding a NUL character is refused (:class:`NulInQuery`, a 400 in words): PostgreSQL
-  refuses such a text, and the query would fail as the page renders (a 500).
-"""
+"""Admin changelists that cost about the same at a million rows as at ten thousand, on PostgreSQL (the list
+in docs/admin.md; the filters' fixed choices are in ``filters``): capped counts, exact searches on indexes,
+orderings one index ``(column, id)`` serves in both directions, large columns deferred, and a query holding a
+NUL character refused as a 400 in words (PostgreSQL refuses such a text: the page would fail to render)."""
 
 from __future__ import annotations
 

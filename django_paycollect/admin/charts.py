@@ -40,10 +40,7 @@ def nice_step(span: Decimal, lines: int = 4) -> Decimal:
         return Decimal(1)
     rough = span / lines
     power = Decimal(10) ** rough.adjusted()
-    for nice in _NICE:
-        if nice * power >= rough:
-            return nice * power
-    raise AssertionError("unreachable: 10 x power is always enough")  # pragma: no cover
+    return next(nice * power for nice in _NICE if nice * power >= rough)  # 10 x power is always enough
 
 
 def _steps_to(value: Decimal, step: Decimal) -> int:

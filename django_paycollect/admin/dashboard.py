@@ -9,6 +9,7 @@ the changelists with the parameters of :mod:`.filters`.
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
@@ -176,15 +177,9 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
         span = found.period
         community_filter = {"community_id__exact": found.community_id, "currency": found.currency}
         started = {"created_at__gte": span.start.isoformat(), "created_at__lte": span.end.isoformat()}
+        transactions = partial(self._changelist, request, "paycollect.transaction")
         status_rows = [
-            {
-                "line": line,
-                "url": self._changelist(
-                    request,
-                    "paycollect.transaction",
-                    {**community_filter, **started, "status__exact": line.status},
-                ),
-            }
+            {"line": line, "url": transactions({**community_filter, **started, "status__exact": line.status})}
             for line in found.by_status
         ]
         attention = [
@@ -222,9 +217,7 @@ class DashboardAdmin(ModelAdmin[Dashboard]):
             # Django's task framework has no beat: the jobs are the commands its timers or cron run.
             "jobs_without_beat": reporting.housekeeping_without_beat(),
             "statistics": self._statistics(request, found),
-            "started_all_url": self._changelist(
-                request, "paycollect.transaction", {**community_filter, **started}
-            ),
+            "started_all_url": transactions({**community_filter, **started}),
             "generated_at": timezone.localtime(span.end) if timezone.is_aware(span.end) else span.end,
             "exports": self._export_links(request, found),
         }

@@ -23,10 +23,7 @@ from .. import services
 from ..amounts import amount_text
 from ..exceptions import PaymentRefused
 from ..forms import refusal_errors
-from ..models import (
-    DirectOrder,
-    Transaction,
-)
+from ..models import DirectOrder, Transaction
 from ..secrecy import scrub
 from ..urls import service_urls
 from .common import (
@@ -47,9 +44,6 @@ def external_link(url: str) -> SafeString | str:
     if urlsplit(url).scheme not in ("http", "https"):
         return url
     return format_html('<a href="{}" target="_blank" rel="noopener noreferrer">{}</a>', url, url)
-
-
-# --- direct orders ---------------------------------------------------------------------------------
 
 
 class OrderTransactionInline(ReadOnlyInline[Transaction]):

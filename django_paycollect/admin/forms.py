@@ -324,14 +324,9 @@ class DirectOrderForm(forms.Form):
     def service_fields(self) -> dict[str, Any]:
         """The keyword arguments of ``services.create_direct_order``."""
         data = self.cleaned_data
-        recurring = None
-        if data["allow_recurring_payments"]:
-            recurring = {
-                "expiry_date": data["expiry_date"],
-                "minimum_days_between_payments": data["minimum_days_between_payments"],
-            }
-        names = [name for name in self.fields if name not in DIRECT_ORDER_FORM_ONLY]
-        return {name: data[name] for name in names} | {"recurring": recurring}
+        recurring = {name: data[name] for name in ("expiry_date", "minimum_days_between_payments")}
+        fields = {name: data[name] for name in self.fields if name not in DIRECT_ORDER_FORM_ONLY}
+        return fields | {"recurring": recurring if data["allow_recurring_payments"] else None}
 
     def add_service_errors(self, errors: Mapping[str, Iterable[str]]) -> None:
         """Put the service layer's ``{"dotted.path": [messages]}`` on the fields they name."""

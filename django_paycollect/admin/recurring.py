@@ -97,9 +97,6 @@ def cancel_series(request: HttpRequest, series: Iterable[RecurringSeries], outco
         )
 
 
-# --- recurring series ------------------------------------------------------------------------------
-
-
 class ChargeInline(ReadOnlyInline[Transaction]):
     model = Transaction
     fk_name = "series"

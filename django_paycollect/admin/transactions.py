@@ -41,9 +41,6 @@ def holding_of(txn: Transaction) -> Decimal:
     return Decimal(holding).quantize(ZERO)
 
 
-# --- transactions ------------------------------------------------------------------------------------
-
-
 class TransactionStatusChangeInline(ReadOnlyInline[TransactionStatusChange]):
     model = TransactionStatusChange
     fields = readonly_fields = ("at", "from_status", "to_status", "service_status", "source")
@@ -338,12 +335,9 @@ class TransactionAdmin(ExportActions, PayCollectAdmin[Transaction]):
             return HttpResponseRedirect(changelist)
         refusals = {txn: txn.refund_refusal() for txn in candidates}
         refundable = {txn: txn.refundable_amount for txn in candidates if refusals[txn] is None}
-        form = RefundForm(refundable, request.POST if request.method == "POST" else None)
-        if (
-            request.method == "POST"
-            and form.is_valid()
-            and self._unchanged_since_shown(request, form, refundable)
-        ):
+        posted = request.method == "POST"
+        form = RefundForm(refundable, request.POST if posted else None)
+        if posted and form.is_valid() and self._unchanged_since_shown(request, form, refundable):
             outcomes = Outcomes(gettext("Refund"))
             for txn in candidates:
                 refusal = refusals[txn]
