@@ -18,8 +18,6 @@ from ..exceptions import PayCollectConfigurationError, lazy_text
 from ..models import Community
 from .common import unique
 
-# --- configuration and clients ----------------------------------------------------------
-
 
 @dataclass(frozen=True)
 class CommunityConfig:

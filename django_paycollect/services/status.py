@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import logging
-
 from django.utils import timezone
 
 from .. import signals
 from ..models import Transaction, TransactionStatusChange
-from .common import primary, send_after_commit
-
-logger = logging.getLogger("django_paycollect.services")
-
-
-# --- the status machine -------------------------------------------------------------------
+from .common import logger, primary, send_after_commit
 
 _RANK: dict[str, int] = {
     Transaction.NEW: 0,
