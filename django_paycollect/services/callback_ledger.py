@@ -121,14 +121,9 @@ def store_callback(**fields: Any) -> StoredCallback:
 
 
 def _verify_again(original: ReceivedCallback) -> bool:
-    """Whether a redelivery should have its original verified again (the claim on the state seen
-    makes it happen once, however many redeliveries arrive together).
-
-    A redelivery is the sender saying "did you get it?". An original that was never verified (not
-    queued, or failed after its retries) gets another chance. So does one whose verification found
-    the transaction still open while it claimed an outcome: the service may have sent it before its
-    own records said so. That second case waits until a fetch is due (``CALLBACK_FETCH_INTERVAL``).
-    """
+    """Whether a redelivery ("did you get it?") has its original verified again: one never verified (not
+    queued, or failed), or one that found the transaction still open while claiming an outcome (sent before
+    the service's own records said so), once a fetch is due. The caller's claim makes it happen once."""
     if original.state in (ReceivedCallback.RECEIVED, ReceivedCallback.FAILED):
         return True
     txn = original.transaction
@@ -153,11 +148,9 @@ def requeue_callback(
     (``queued_at``); the sweep, which only hands on a question already asked, passes False.
     """
     now = timezone.now()
-    changes: dict[str, Any] = {"state": ReceivedCallback.QUEUED, "next_attempt_at": now}
-    if fresh:
-        changes["queued_at"] = now
-    claimed = primary(ReceivedCallback).filter(pk=callback_id, state__in=states).update(**changes)
-    return bool(claimed)
+    asked = {"queued_at": now} if fresh else {}
+    claimed = primary(ReceivedCallback).filter(pk=callback_id, state__in=states)
+    return bool(claimed.update(state=ReceivedCallback.QUEUED, next_attempt_at=now, **asked))
 
 
 def callback_not_queued(callback_ids: int | Collection[int], error: BaseException) -> None:
@@ -238,11 +231,10 @@ def claim_stuck_callbacks(limit: int = SWEEP_BATCH) -> Sweep:
     The caller hands ``requeued`` to the worker (``tasks.callbacks.sweep``). Records the run
     (:func:`~.housekeeping.record_run`)."""
     now = timezone.now()
-    due = Coalesce("next_attempt_at", "received_at")
     rows = list(
         primary(ReceivedCallback)
         .filter(stuck_filter(now))
-        .annotate(due=due)
+        .annotate(due=Coalesce("next_attempt_at", "received_at"))
         .order_by("due", "pk")
         .values_list("pk", "due")[:limit]
     )
@@ -415,11 +407,7 @@ def verify_callback(callback_id: int, *, force: bool = False) -> ReceivedCallbac
     callback = unique(ReceivedCallback, pk=callback_id)
     if callback is None:
         raise ReceivedCallback.DoesNotExist(f"no stored callback #{callback_id}")
-    if callback.state in (
-        ReceivedCallback.PROCESSED,
-        ReceivedCallback.DUPLICATE,
-        ReceivedCallback.INVALID,
-    ):
+    if callback.state in (ReceivedCallback.PROCESSED, ReceivedCallback.DUPLICATE, ReceivedCallback.INVALID):
         return callback
 
     uuid = callback.transaction_uuid

@@ -51,9 +51,6 @@ T = TypeVar("T")
 current_task_id: contextvars.ContextVar[str] = contextvars.ContextVar("paycollect_task_id", default="")
 
 
-# --- recording API calls ------------------------------------------------------------------
-
-
 def _record(
     operation: str,
     config: CommunityConfig | None,
@@ -147,11 +144,7 @@ _UNAVAILABLE = (ConnectError, OutcomeUnknownError, ServerError, RateLimitError, 
 
 
 def contract_error(
-    error: PayCollectError,
-    *,
-    record: Any = None,
-    operation: str = "",
-    config: CommunityConfig | None = None,
+    error: PayCollectError, *, record: Any = None, operation: str = "", config: CommunityConfig | None = None
 ) -> ServiceLayerError | PayCollectConfigurationError:
     """The service layer's error for a client error (see :mod:`django_paycollect.exceptions`).
 
@@ -258,14 +251,10 @@ STATE_CHANGING = tuple(name for name, op in OPERATIONS.items() if op.changes_sta
 
 def sent_by_task(task_id: str) -> ApiCall | None:
     """The first state-changing call a Celery task (by its id) made that may have taken effect at the
-    service: it succeeded, or its outcome is unknown.
-
-    A broker may deliver one message twice (a worker lost, a visibility timeout): the second delivery
-    asks this first, and returns what that call left instead of sending again. A call the service
-    refused, or that never left this machine, did nothing there and does not count.
-    """
+    service: it succeeded, or its outcome is unknown (a refusal, or a request that never left, did nothing
+    there). A broker may deliver one message twice (a worker lost, a visibility timeout): the second
+    delivery asks this first, and returns what that call left instead of sending again."""
     if not task_id:
         return None
     calls = primary(ApiCall).filter(task_id=task_id, operation__in=STATE_CHANGING)
-    # Succeeded or of unknown outcome; a refusal, or a request that never left, did nothing there.
     return calls.filter(Q(error_class="") | Q(outcome_unknown=True)).order_by("pk").first()

@@ -149,10 +149,7 @@ def fetch_transaction(
 
 
 def apply_fetched(
-    txn: Transaction | None,
-    fetch: Fetch,
-    source: str,
-    then: Callable[[Transaction], object] | None = None,
+    txn: Transaction | None, fetch: Fetch, source: str, then: Callable[[Transaction], object] | None = None
 ) -> Transaction:
     """Apply a fetched transaction: the one status change of the app (a callback, a return, a sync,
     reconciliation). In one database transaction on the app's database: the row locked, the record of the
