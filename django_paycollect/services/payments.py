@@ -118,18 +118,11 @@ def start_payment(
             {"variable_amount_id": [gettext_lazy("No variable_amount_id given or configured.")]}
         )
     reference = data["merchant_reference"]
-    if reference:
-        existing = (
-            Transaction.objects.db_manager(write_alias())
-            .open()
-            .filter(community_id=config.community_id, merchant_reference=reference)
-        )
-        found = existing.first()
-        if found is not None:
-            return found
+    open_ones = Transaction.objects.db_manager(write_alias()).open().filter(community_id=config.community_id)
+    if reference and (found := open_ones.filter(merchant_reference=reference).first()) is not None:
+        return found
 
-    original = data["amount"]
-    charged = original
+    original = charged = data["amount"]
     if paycollect_settings.FEES_IN_BILL:
         charged = prepare_amount(
             original,
@@ -162,11 +155,7 @@ def start_payment(
             )
     except IntegrityError:
         # Another request started the same reference a moment ago: return that one.
-        return (
-            Transaction.objects.db_manager(write_alias())
-            .open()
-            .get(community_id=config.community_id, merchant_reference=reference)
-        )
+        return open_ones.get(merchant_reference=reference)
 
     terms = data["recurring"]
 
