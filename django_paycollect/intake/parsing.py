@@ -40,44 +40,21 @@ class TransactionUuidField(serializers.CharField):
         return canonical_uuid(value)
 
 
-def is_transaction_id(value: Any) -> bool:
-    """A uuid as text, or an integer id (a number, or text of digits)."""
-    if isinstance(value, str):
-        return looks_like_uuid(value) or value.strip().isdigit()
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 class TransactionIdField(serializers.Field):  # type: ignore[type-arg]
     """``transaction_id``: the uuid (the spec's example callback) or the integer id (Pay's answer)."""
 
     default_error_messages = {"invalid": _("Must be a transaction uuid or an integer id.")}
 
     def to_internal_value(self, data: Any) -> str | int:
-        if not is_transaction_id(data):
+        # A uuid as text, or an integer id (a number, or text of digits).
+        if isinstance(data, str) and (looks_like_uuid(data) or data.strip().isdigit()):
+            return data
+        if not isinstance(data, int) or isinstance(data, bool):
             self.fail("invalid")
-        value: str | int = data
-        return value
+        return data
 
     def to_representation(self, value: Any) -> Any:
         return value
-
-
-def claimed_uuid(attrs: Mapping[str, Any]) -> str:
-    """The uuid of ``transaction_uuid``, or of a ``transaction_id`` holding one (the spec's example).
-
-    A numeric ``transaction_id`` is the service's integer id: it names no uuid, so it is ignored here.
-    Both keys naming different uuids is a contradiction, not something to pick from.
-    """
-    uuid: str = attrs.get("transaction_uuid") or ""
-    other = attrs.get("transaction_id")
-    if isinstance(other, str) and looks_like_uuid(other):
-        other = canonical_uuid(other)
-        if uuid and canonical_uuid(uuid) != other:
-            raise serializers.ValidationError(
-                {"transaction_id": [_("Names another transaction than transaction_uuid.")]}
-            )
-        uuid = uuid or other
-    return uuid
 
 
 _SERVICE_ID_TEXT = re.compile(r"[0-9]{1,18}")
@@ -137,7 +114,16 @@ class NamedTransactionSerializer(HintsSerializer):
     transaction_id = TransactionIdField(required=False, allow_null=True, default=None)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        attrs["transaction_uuid"] = claimed_uuid(attrs)
+        uuid: str = attrs.get("transaction_uuid") or ""
+        other = attrs.get("transaction_id")
+        if isinstance(other, str) and looks_like_uuid(other):
+            other = canonical_uuid(other)
+            if uuid and canonical_uuid(uuid) != other:
+                raise serializers.ValidationError(
+                    {"transaction_id": [_("Names another transaction than transaction_uuid.")]}
+                )
+            uuid = uuid or other
+        attrs["transaction_uuid"] = uuid
         return attrs
 
 
@@ -147,14 +133,9 @@ class RecurringClaimSerializer(HintsSerializer):
 
 
 class CallbackBodySerializer(NamedTransactionSerializer):
-    """The claims of a callback body, tolerant of the spec's variants.
-
-    A body that names no transaction is invalid. Every other field is a hint that is never applied
-    (verification fetches the transaction): a malformed one is stored as not sent and named in
-    ``hint_errors``, and the callback is kept and verified all the same. Amounts are numbers or decimal
-    text (JSON numbers must be parsed as Decimal); ``member_id`` null or text; ``recurring`` an object.
-    Custom fields (any other key) are not read here.
-    """
+    """The claims of a callback body, tolerant of the spec's variants: a body that names no transaction is
+    invalid, every other field a hint (see the module). Amounts are numbers or decimal text (JSON numbers
+    parsed as Decimal); custom fields (any other key) are not read here."""
 
     transaction_status = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     total_amount = serializers.DecimalField(
@@ -184,13 +165,9 @@ class CallbackBodySerializer(NamedTransactionSerializer):
 
 
 class ReturnParametersSerializer(NamedTransactionSerializer):
-    """Query parameters of a browser return: the Pay set, the Direct order set, or the spec's variant
-    with ``member_id`` and a ``transaction_id`` (holding a uuid, or the service's numeric id).
-
-    Only the uuid, or else the numeric id (``service_id``), is read: to find our transaction, which is
-    then fetched. Amounts, status, member id and a direct order's custom fields are claims, not read at
-    all, so none of them can stop a customer's return.
-    """
+    """Query parameters of a browser return (the Pay set, the Direct order set, or the spec's variant). Only
+    the uuid, or else the service's numeric id (``service_id``), is read; every other parameter is a claim,
+    not read at all, so none of them can stop a customer's return."""
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         attrs = super().validate(attrs)

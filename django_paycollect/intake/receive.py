@@ -1,15 +1,6 @@
-"""Callback intake: a callback's request read once, and nothing more.
-
-It matches the URL's token, reads the client's address and the headers kept, reads the body (bounded),
-refuses what cannot be a callback (stored as *invalid*, answered 4xx), checks the optional shared secret,
-parses the claims (:mod:`.parsing`), and hands them to the callback ledger
-(:mod:`django_paycollect.services.callback_ledger`), which stores and deduplicates them; then it hands the
-callback on (``tasks.handing_on``: after the commit, or in its transaction where the task runner's queue is
-this database): the request does not wait for a broker.
-Verification, the state of a stored callback, the sweep and reprocessing are the ledger's.
-
-Our secrets (:func:`~django_paycollect.secrecy.our_secrets`) are removed from everything stored.
-"""
+"""Callback intake: a callback's request read once (token, client address, headers, bounded body, shared
+secret, claims), refused as *invalid* with a 4xx or handed to the callback ledger, then on to the worker
+(docs/architecture.md, "The path of a callback"). Our secrets are removed from everything stored."""
 
 from __future__ import annotations
 
@@ -279,15 +270,13 @@ def _read_and_parse(request: HttpRequest, secrets: Sequence[str]) -> tuple[str, 
     secret_problem, document, text = _check_secret(document, text)
     serializer = CallbackBodySerializer(data=document)
     valid = serializer.is_valid()
-    data: Mapping[str, Any] | None = serializer.validated_data if valid else None
     hints = serializer.hint_errors
-    errors = None if valid else serializer.errors
-    claims = scrub(_claims(data, document, hints), secrets) if data is not None else {}
+    claims = scrub(_claims(serializer.validated_data, document, hints), secrets) if valid else {}
     if secret_problem:
         # The claims are kept (when well formed) so the admin shows what the forgery pretended.
         raise _Refused(403, secret_problem, body=text, claims=claims)
-    if errors is not None:
-        reason = "wrong fields: " + _flatten(errors)
+    if not valid:
+        reason = "wrong fields: " + _flatten(serializer.errors)
         if hints:
             reason += "; also malformed: " + _flatten(hints)
         raise _Refused(400, reason, body=text, claims={"hint_errors": scrub(hints, secrets)})
@@ -333,13 +322,9 @@ def _read(request: HttpRequest, limit: int) -> bytes:
 def _read_up_to(stream: Any, size: int) -> bytes:
     # A stream's read(n) may return fewer bytes than asked before its end (a chunk at a time).
     parts: list[bytes] = []
-    left = size
-    while left > 0:
-        part = stream.read(left)
-        if not part:
-            break
+    while size > 0 and (part := stream.read(size)):
         parts.append(part)
-        left -= len(part)
+        size -= len(part)
     return b"".join(parts)
 
 

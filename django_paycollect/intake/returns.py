@@ -81,23 +81,16 @@ def verified_status(uuid: str) -> str:
     except NotFound:
         # The service does not know it (yet, or under this community): that says nothing about a
         # charge, so a transaction of ours stays as it is and a uuid we only heard of stays PENDING.
-        return public_status(txn)
+        pass
     except Exception as error:  # the customer sees the waiting page, never an error
         logger.warning("return for %s: the service could not be read (%s)", uuid, type(error).__name__)
-        return public_status(txn)
     return public_status(txn)
 
 
 def uuid_for_service_id(service_id: int) -> str | None:
-    """The uuid of the one transaction of ours whose service id (Pay's ``transaction_id``, a fetched
-    ``id``) is ``service_id``; None when there is none, or more than one (ids of several environments).
-
-    For the browser return that names a transaction by this id alone. The id is a pointer into what we
-    stored, never trusted further: the status still comes from a fetch, and an id we did not store is
-    not looked up at the service.
-    """
-    found = (
-        primary(Transaction).filter(service_id=service_id, uuid__isnull=False).values_list("uuid", flat=True)
-    )
-    uuids = list(found[:2])
+    """The uuid of the one transaction of ours whose service id (Pay's ``transaction_id``, a fetched ``id``)
+    is ``service_id``; None when there is none, or more than one (ids of several environments). Only a
+    pointer into what we stored: the status still comes from a fetch."""
+    found = primary(Transaction).filter(service_id=service_id, uuid__isnull=False)
+    uuids = list(found.values_list("uuid", flat=True)[:2])
     return uuids[0] if len(uuids) == 1 else None

@@ -1,9 +1,7 @@
 """The callback endpoint and the browser return: thin views over :mod:`.receive` and :mod:`.returns`.
 
-Neither view changes a transaction itself: the callback view stores and queues, the return view
-asks the service layer to fetch. Both are marked ``transaction.non_atomic_requests`` so that under
-``ATOMIC_REQUESTS`` a stored callback (or a recorded failure) is committed on its own and never rolled
-back with something else, and no database transaction stays open across a call to the service.
+All are ``transaction.non_atomic_requests``: under ``ATOMIC_REQUESTS`` a stored callback (or a recorded
+failure) commits on its own, and no database transaction stays open across a call to the service.
 """
 
 from __future__ import annotations
@@ -79,13 +77,8 @@ class _Reference:
 
 
 def _reference_of(query: QueryDict) -> _Reference | None:
-    """The transaction a return's query names, or None when it names none usably.
-
-    ``transaction_uuid``, or a ``transaction_id`` holding a uuid; else a numeric ``transaction_id``,
-    resolved to our transaction by the service id we stored (an id we did not store reads as pending,
-    and is not looked up at the service). Nothing else in the query is used: amounts, status, member id
-    and custom fields are claims.
-    """
+    """The transaction a return's query names (:class:`~.parsing.ReturnParametersSerializer`), or None when it
+    names none usably. A numeric id we did not store reads as pending, and is not looked up at the service."""
     serializer = ReturnParametersSerializer(data=query.dict())
     if not serializer.is_valid():
         return None
@@ -99,13 +92,9 @@ def _reference_of(query: QueryDict) -> _Reference | None:
 
 
 def _destination(key: str, reference: _Reference) -> str:
-    """SUCCESS_URL or FAILURE_URL (a path, URL or URL name) with the visitor's identifier appended.
-
-    Only what the visitor brought is added (``transaction_uuid``, or ``transaction_id`` for a return that
-    named the transaction by its numeric id), so the destination learns which payment it is about and the
-    visitor learns nothing new; the merchant's page must check that the payment belongs to the visitor
-    (session, login) before showing anything about it.
-    """
+    """SUCCESS_URL or FAILURE_URL (a path, URL or URL name) with only what the visitor brought appended
+    (``reference.param``): the visitor learns nothing new, and the merchant's page must check that the
+    payment belongs to the visitor (session, login) before showing anything about it."""
     configured = getattr(paycollect_settings, key) or "/"
     try:
         url = resolve_url(configured)
