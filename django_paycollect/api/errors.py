@@ -1,15 +1,4 @@
-"""The service layer's error contract, as HTTP answers.
-
-===========================================  ======  =====================================================
-What happened                                Status  Body
-===========================================  ======  =====================================================
-Bad input (ours or the service's refusal)    400     field errors: ``{"billing_data.phone_number": [...]}``
-The state forbids it (``StateConflict``)     409     ``{"code": "conflict", "detail", "field_errors"}``
-Not known (``NotFound``)                     404     ``{"code": "not_found", "detail": ...}``
-Sent, outcome unknown                        202     the resource, its ``state`` ``"unknown"`` (never resent)
-The service unreachable                      503     ``{"code": "service_unavailable", "detail": ...}``
-Our configuration is wrong                   503     ``{"code": "configuration", "detail": ...}`` (logged)
-===========================================  ======  =====================================================
+"""The service layer's error contract as HTTP answers (the table of statuses and bodies is docs/api.md's).
 
 Field paths are the spec's, dotted (``billing_data.phone_number``); errors of no field are under DRF's
 ``non_field_errors``. The texts of an unreachable service or a configuration error are ours, never the
@@ -44,12 +33,6 @@ from .payables import PayableRefused
 
 logger = logging.getLogger("django_paycollect.api")
 
-#: Stable codes of the answers that are not field errors (the contract's ``error_code``).
-CONFLICT = StateConflict.error_code
-NOT_FOUND = NotFound.error_code
-SERVICE_UNAVAILABLE = ServiceUnavailable.error_code
-CONFIGURATION = PayCollectConfigurationError.error_code
-
 CONFIGURATION_TEXT = _("Payments are not available right now; the site's staff have been told.")
 
 
@@ -78,11 +61,13 @@ def contract_response(error: Exception) -> Response | None:
         errors = field_errors(error)
         detail = " ".join(m for messages in errors.values() for m in messages)
         return Response(
-            {"code": CONFLICT, "detail": detail, "field_errors": errors}, status=status.HTTP_409_CONFLICT
+            {"code": StateConflict.error_code, "detail": detail, "field_errors": errors},
+            status=status.HTTP_409_CONFLICT,
         )
     if isinstance(error, NotFound):
         return Response(
-            {"code": NOT_FOUND, "detail": " ".join(error.messages)}, status=status.HTTP_404_NOT_FOUND
+            {"code": NotFound.error_code, "detail": " ".join(error.messages)},
+            status=status.HTTP_404_NOT_FOUND,
         )
     if isinstance(error, PaymentRefused):
         return Response(field_errors(error), status=status.HTTP_400_BAD_REQUEST)
@@ -91,7 +76,7 @@ def contract_response(error: Exception) -> Response | None:
         if error.retry_after is not None:
             headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
         return Response(
-            {"code": SERVICE_UNAVAILABLE, "detail": str(UNAVAILABLE_TEXT)},
+            {"code": ServiceUnavailable.error_code, "detail": str(UNAVAILABLE_TEXT)},
             status=status.HTTP_503_SERVICE_UNAVAILABLE,
             headers=headers,
         )
@@ -101,7 +86,7 @@ def contract_response(error: Exception) -> Response | None:
         with translation.override(None):
             logger.error("REST API: the payments configuration is wrong: %s", error, exc_info=error)
         return Response(
-            {"code": CONFIGURATION, "detail": str(CONFIGURATION_TEXT)},
+            {"code": PayCollectConfigurationError.error_code, "detail": str(CONFIGURATION_TEXT)},
             status=status.HTTP_503_SERVICE_UNAVAILABLE,
         )
     return None

@@ -15,16 +15,11 @@ from .serializers import ProblemSerializer
 if TYPE_CHECKING:
     from drf_spectacular.types import OpenApiTypes
     from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
-
-    HAVE_SPECTACULAR = True
 else:
     try:
         from drf_spectacular.types import OpenApiTypes
         from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
-
-        HAVE_SPECTACULAR = True
     except ImportError:  # the API without the schema: the decorators keep the views as they are
-        HAVE_SPECTACULAR = False
 
         def extend_schema(*args: Any, **kwargs: Any) -> Any:
             return lambda view: view
@@ -100,23 +95,10 @@ THROTTLED = OpenApiResponse(description=_("Too many requests; Retry-After says w
 _ERRORS = {400: FIELD_ERRORS, 403: REFUSED, 404: NOT_YOURS, 409: CONFLICT, 429: THROTTLED, 503: UNAVAILABLE}
 
 
-def answers(successes: dict[int, Any], *errors: int) -> dict[int, Any]:
+def answers(successes: dict[int, Any], errors: tuple[int, ...]) -> dict[int, Any]:
     """An operation's documented answers: its successes, and the error answers it may give."""
     return {**successes, **{status_code: _ERRORS[status_code] for status_code in errors}}
 
 
-__all__ = [
-    "CONFLICT",
-    "FIELD_ERRORS",
-    "HAVE_SPECTACULAR",
-    "NOT_YOURS",
-    "REFUSED",
-    "THROTTLED",
-    "UNAVAILABLE",
-    "OpenApiExample",
-    "OpenApiParameter",
-    "OpenApiResponse",
-    "OpenApiTypes",
-    "answers",
-    "extend_schema",
-]
+# What the views import from here, drf-spectacular's or the no-ops (``answers`` is this module's own).
+__all__ = ["OpenApiExample", "OpenApiParameter", "OpenApiResponse", "OpenApiTypes", "extend_schema"]

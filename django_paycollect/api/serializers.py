@@ -17,7 +17,6 @@ from ..models import DirectOrder, RecurringSeries, Refund, Transaction
 
 #: A payment's ``state``, for a page that polls: one small vocabulary over the spec's statuses.
 STATE_UNKNOWN, STATE_OPEN, STATE_PAID, STATE_CLOSED = "unknown", "open", "paid", "closed"
-STATES = (STATE_UNKNOWN, STATE_OPEN, STATE_PAID, STATE_CLOSED)
 
 
 def payment_state(txn: Transaction) -> str:

@@ -37,7 +37,7 @@ class QuoteView(ContractView):
     @extend_schema(
         operation_id="quote",
         request=serializers.QuoteRequestSerializer,
-        responses=answers({200: serializers.QuoteSerializer}, 400, 403, 429, 503),
+        responses=answers({200: serializers.QuoteSerializer}, (400, 403, 429, 503)),
         examples=[
             OpenApiExample(
                 "A plan", value={"reference": "standard-yearly", "pay_using": "card"}, request_only=True
@@ -84,7 +84,7 @@ class PromocodeView(ContractView):
     @extend_schema(
         operation_id="validate_promocode",
         request=serializers.PromocodeRequestSerializer,
-        responses=answers({200: serializers.PromocodeSerializer}, 400, 403, 429, 503),
+        responses=answers({200: serializers.PromocodeSerializer}, (400, 403, 429, 503)),
         examples=[
             OpenApiExample(
                 "A promocode",
@@ -164,7 +164,7 @@ class PaymentListView(ContractView):
                 description=_("Only this reference."),
             ),
         ],
-        responses=answers({200: serializers.PaymentSerializer(many=True)}, 400, 403),
+        responses=answers({200: serializers.PaymentSerializer(many=True)}, (400, 403)),
     )
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
@@ -188,11 +188,7 @@ class PaymentListView(ContractView):
                     description=_("Sent, no answer: state unknown. Never start it again; poll the list."),
                 ),
             },
-            400,
-            403,
-            409,
-            429,
-            503,
+            (400, 403, 409, 429, 503),
         ),
         examples=[
             OpenApiExample(
@@ -275,7 +271,7 @@ class PaymentDetailView(ContractView):
 
     @extend_schema(
         operation_id="get_payment",
-        responses=answers({200: serializers.PaymentSerializer}, 403, 404),
+        responses=answers({200: serializers.PaymentSerializer}, (403, 404)),
     )
     def get(self, request: Request, uuid: str) -> Response:
         return Response(serializers.PaymentSerializer(owned_payment(request, uuid)).data)

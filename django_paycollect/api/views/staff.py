@@ -35,11 +35,7 @@ class RefundView(ContractView):
                     description=_("Sent, no answer: state unknown; never sent again."),
                 ),
             },
-            400,
-            403,
-            404,
-            409,
-            503,
+            (400, 403, 404, 409, 503),
         ),
         examples=[
             OpenApiExample(
@@ -81,11 +77,7 @@ class CaptureView(ContractView):
                     description=_("Sent, no answer: capture_state unknown."),
                 ),
             },
-            400,
-            403,
-            404,
-            409,
-            503,
+            (400, 403, 404, 409, 503),
         ),
     )
     def post(self, request: Request, uuid: str) -> Response:
@@ -112,10 +104,7 @@ class SeriesCancelView(ContractView):
                 ),
                 404: OpenApiResponse(description=_("No such series.")),
             },
-            400,
-            403,
-            409,
-            503,
+            (400, 403, 409, 503),
         ),
     )
     def post(self, request: Request, pk: int) -> Response:
@@ -151,9 +140,7 @@ class DirectOrderCreateView(ContractView):
                     ),
                 ),
             },
-            400,
-            403,
-            503,
+            (400, 403, 503),
         ),
         examples=[
             OpenApiExample(
@@ -195,7 +182,7 @@ class DirectOrderDetailView(ContractView):
                 200: serializers.DirectOrderViewSerializer,
                 404: OpenApiResponse(description=_("No such order.")),
             },
-            403,
+            (403,),
         ),
     )
     def get(self, request: Request, pk: int) -> Response:
