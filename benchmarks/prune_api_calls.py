@@ -75,9 +75,10 @@ def _rss_kib() -> int:
 
 
 def _setup(database: str) -> None:
-    """Django on ``database``: a SQLite file's path, or a PostgreSQL ``host:port:dbname:user``."""
+    """Django on ``database``, built by another process: a SQLite file's path, or a PostgreSQL
+    ``host:port:dbname:user``."""
     if database.count(":") == 3 and not Path(database).exists():
-        setup_django_on_postgres(database)
+        setup_django_on_postgres(database, migrate=False)
     else:
         path = Path(database)
         setup_django(path.parent, db_name=path.name, migrate=False)
@@ -164,20 +165,41 @@ def explain(database: str, rows: int) -> None:
     print(json.dumps({"plans": lines, "indexes": indexes, "batch": BATCH_SIZE}))
 
 
-def build_sqlite(db_path: Path, rows: int) -> float:
-    """Migrate, then insert the rows with raw SQL; returns the seconds the inserts took."""
-    setup_django(db_path.parent, db_name=db_path.name)
-    from django.db import connection
-    from django.utils import timezone
+def build(engine: str, where: dict[str, str], sizes: dict[str, int]) -> float:
+    """Each size's database: the first migrated, with its transactions, and copied to the others (one
+    migration, not one per size); then the old and recent API calls inserted in each. Returns the seconds
+    the largest size's inserts took."""
+    from django.db import connections
 
+    first, *others = sizes
+    if engine == "postgresql":
+        setup_django_on_postgres(where[first])
+    else:
+        setup_django(Path(where[first]).parent, db_name=Path(where[first]).name)
     from django_paycollect.models import Transaction
 
-    now = timezone.now().replace(tzinfo=None)  # SQLite stores naive UTC text
-    transactions = Transaction.objects.bulk_create(
+    first_id = Transaction.objects.bulk_create(
         Transaction(uuid=f"00000000-0000-4000-8000-{i:012d}", community_id="club", total_amount=100)
         for i in range(TRANSACTIONS)
-    )
-    ids = [t.pk for t in transactions]
+    )[0].pk
+    connections.close_all()
+    for size in others:
+        if engine == "postgresql":
+            copy_postgres_database(where[first], where[size])
+        else:
+            shutil.copyfile(where[first], where[size])
+    fill = fill_postgres if engine == "postgresql" else fill_sqlite
+    seconds = {size: fill(where[size], sizes[size], first_id) for size in sizes}
+    return seconds[max(sizes, key=lambda size: sizes[size])]
+
+
+def fill_sqlite(path: str, rows: int, first_id: int) -> float:
+    """Insert the rows with sqlite3's ``executemany``; returns the seconds the inserts took."""
+    import sqlite3
+
+    from django.utils import timezone
+
+    now = timezone.now().replace(tzinfo=None)  # SQLite stores naive UTC text
     sql = f"INSERT INTO paycollect_apicall ({COLUMNS}) VALUES ({', '.join(['?'] * 23)})"  # noqa: S608
 
     def row(i: int, created: dt.datetime) -> tuple[Any, ...]:
@@ -191,38 +213,33 @@ def build_sqlite(db_path: Path, rows: int) -> float:
         return (
             *("get_transaction", "club", "GET", path, None, True, 200, 200, "Transaction retrieved", "[]"),
             *(data, None, "", "", "", "", "", False, 120 + i % 300, 1, f"celery-task-{i % 50_000}"),
-            *(created.strftime("%Y-%m-%d %H:%M:%S.%f"), ids[i % TRANSACTIONS]),
+            *(created.strftime("%Y-%m-%d %H:%M:%S.%f"), first_id + i % TRANSACTIONS),
         )
 
     oldest = now - dt.timedelta(days=200)
     step = dt.timedelta(days=100) / rows
     started = time.perf_counter()
-    # The sqlite3 connection itself: executemany without the ORM's per-row cost. Django runs it in
-    # autocommit (isolation_level None), so each chunk is wrapped in its own BEGIN ... COMMIT.
-    raw = connection.connection
-    for first in range(0, rows, 50_000):
+    # The sqlite3 module itself: executemany without the ORM's per-row cost, each chunk a transaction.
+    raw = sqlite3.connect(path, isolation_level=None)
+    try:
+        for first in range(0, rows, 50_000):
+            raw.execute("BEGIN")
+            raw.executemany(sql, (row(i, oldest + step * i) for i in range(first, min(rows, first + 50_000))))
+            raw.execute("COMMIT")
+        recent = now - dt.timedelta(days=1)
         raw.execute("BEGIN")
-        raw.executemany(sql, (row(i, oldest + step * i) for i in range(first, min(rows, first + 50_000))))
+        raw.executemany(sql, (row(i, recent + dt.timedelta(seconds=i)) for i in range(RECENT)))
         raw.execute("COMMIT")
-    recent = now - dt.timedelta(days=1)
-    raw.execute("BEGIN")
-    raw.executemany(sql, (row(i, recent + dt.timedelta(seconds=i)) for i in range(RECENT)))
-    raw.execute("COMMIT")
+    finally:
+        raw.close()
     return time.perf_counter() - started
 
 
-def build_postgres(spec: str, rows: int) -> float:
+def fill_postgres(spec: str, rows: int, first_id: int) -> float:
     """The same rows on PostgreSQL, made by the server (``generate_series``), then ``VACUUM ANALYZE``."""
-    setup_django_on_postgres(spec)
-    from django.db import connection
+    import psycopg
     from django.utils import timezone
 
-    from django_paycollect.models import Transaction
-
-    first_id = Transaction.objects.bulk_create(
-        Transaction(uuid=f"00000000-0000-4000-8000-{i:012d}", community_id="club", total_amount=100)
-        for i in range(TRANSACTIONS)
-    )[0].pk
     uuid = "'00000000-0000-4000-8000-' || lpad((g %% 10000)::text, 12, '0')"
     data = (
         f"jsonb_build_object('id', g, 'uuid', {uuid}, 'status', 'SUCCESSFUL', 'total_amount', '104.50', "
@@ -238,11 +255,12 @@ def build_postgres(spec: str, rows: int) -> float:
         "FROM generate_series(0, %s - 1) AS g"
     )
     now = timezone.now()
+    host, port, name, user = spec.split(":")
     started = time.perf_counter()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [now - dt.timedelta(days=200), dt.timedelta(days=100) / rows, first_id, rows])
-        cursor.execute(sql, [now - dt.timedelta(days=1), dt.timedelta(seconds=1), first_id, RECENT])
-        cursor.execute("VACUUM ANALYZE paycollect_apicall")
+    with psycopg.connect(host=host, port=port, user=user, dbname=name, autocommit=True) as conn:
+        conn.execute(sql, [now - dt.timedelta(days=200), dt.timedelta(days=100) / rows, first_id, rows])
+        conn.execute(sql, [now - dt.timedelta(days=1), dt.timedelta(seconds=1), first_id, RECENT])
+        conn.execute("VACUUM ANALYZE paycollect_apicall")
     return time.perf_counter() - started
 
 
@@ -333,11 +351,8 @@ def measure(
         return where["work"]
 
     print(f"{engine}: inserting {sizes['large']:,} and {sizes['small']:,} API calls...", flush=True)
-    build_seconds = 0.0
-    for size, rows in sizes.items():
-        # Built in child processes too, so this one stays small and Django is set up once per process.
-        built = float(_run(["--child-build", engine, where[size], str(rows)])["seconds"])
-        build_seconds = build_seconds or built
+    # Built in a child process too, so this one stays small and Django is set up once per process.
+    build_seconds = float(_run(["--child-build", engine, json.dumps(where), json.dumps(sizes)])["seconds"])
     runs: dict[str, list[dict[str, Any]]] = {
         f"{size}_{mode}": [] for size in sizes for mode in ("delete", "prune")
     }
@@ -459,8 +474,7 @@ def _run(arguments: list[str]) -> dict[str, Any]:
 
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "--child-build":
-        build = build_postgres if sys.argv[2] == "postgresql" else build_sqlite
-        target: Any = sys.argv[3] if sys.argv[2] == "postgresql" else Path(sys.argv[3])
-        print(json.dumps({"seconds": build(target, int(sys.argv[4]))}))
+        seconds = build(sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4]))
+        print(json.dumps({"seconds": seconds}))
         sys.exit(0)
     sys.exit(main())

@@ -311,8 +311,10 @@ def postgres_cpu_seconds(spec: str) -> float | None:
     return ticks / os.sysconf("SC_CLK_TCK") if master else None
 
 
-def setup_django_on_postgres(spec: str) -> None:
-    """Django (``benchmarks._support.settings``) on the PostgreSQL database of ``spec``, migrated."""
+def setup_django_on_postgres(spec: str, *, migrate: bool = True) -> None:
+    """Django (``benchmarks._support.settings``) on the PostgreSQL database of ``spec``, migrated unless
+    ``migrate`` is false (a process measuring a database another one built: the migrations' checks take
+    seconds)."""
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     os.environ["DJANGO_SETTINGS_MODULE"] = "benchmarks._support.settings"
@@ -322,10 +324,11 @@ def setup_django_on_postgres(spec: str) -> None:
     import django
 
     django.setup()
-    from django.core.management import call_command
+    if migrate:
+        from django.core.management import call_command
 
-    call_command("migrate", verbosity=0, interactive=False)
-    prepare_project()
+        call_command("migrate", verbosity=0, interactive=False)
+        prepare_project()
 
 
 def timed_get(client: Any, url: str) -> tuple[Any, list[tuple[str, float]]]:
