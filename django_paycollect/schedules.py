@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from celery.schedules import crontab
 from celery.schedules import schedule as every
@@ -42,31 +42,22 @@ BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
 
 
 def beat_interval(task: str) -> timedelta:
-    """How often beat runs ``task`` (``"paycollect.sweep_callbacks"``, ``"paycollect.reconcile"``): the
-    shortest interval among the current Celery app's beat entries naming it (``CELERY_BEAT_SCHEDULE``, which
-    django-celery-beat copies too), or its interval in :data:`BEAT_SCHEDULE` when none does.
-
-    An entry's schedule may be seconds, a ``timedelta``, a ``celery.schedules.schedule`` or a ``crontab``
-    (the longest gap between its next runs).
-    """
+    """How often beat runs ``task`` (``"paycollect.reconcile"``): the shortest interval among the current
+    Celery app's beat entries naming it (``CELERY_BEAT_SCHEDULE``), or else among :data:`BEAT_SCHEDULE`'s. A
+    schedule may be seconds, a ``timedelta``, a ``celery.schedules.schedule`` or a ``crontab`` (its longest
+    gap)."""
     from celery import current_app
 
-    entries = current_app.conf.beat_schedule or {}
-    found = [
-        interval
-        for entry in entries.values()
-        if isinstance(entry, dict) and entry.get("task") == task
-        if (interval := _interval(entry.get("schedule"))) is not None
-    ]
-    if not found:
+    for entries in (current_app.conf.beat_schedule or {}, BEAT_SCHEDULE):
         found = [
             interval
-            for entry in BEAT_SCHEDULE.values()
-            if entry["task"] == task and (interval := _interval(entry["schedule"])) is not None
+            for entry in entries.values()
+            if isinstance(entry, dict) and entry.get("task") == task
+            if (interval := _interval(entry.get("schedule"))) is not None
         ]
-    if not found:
-        raise ValueError(f"{task} is not a periodic task of django_paycollect")
-    return min(found)
+        if found:
+            return min(found)
+    raise ValueError(f"{task} is not a periodic task of django_paycollect")
 
 
 def _interval(schedule: Any) -> timedelta | None:
@@ -75,8 +66,7 @@ def _interval(schedule: Any) -> timedelta | None:
     if isinstance(schedule, (int, float)) and not isinstance(schedule, bool):
         return timedelta(seconds=schedule)
     if isinstance(schedule, every):
-        run_every: timedelta = schedule.run_every
-        return run_every
+        return cast(timedelta, schedule.run_every)
     if isinstance(schedule, crontab):
         # The gaps between its next few runs (a crontab's runs need not be evenly spaced): the longest.
         runs = [schedule.now()]
