@@ -58,7 +58,8 @@ def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
                         id="paycollect.E004",
                     )
                 )
-            if _looks_like_sandbox(parts.hostname or "", parts.path):
+            sandbox_path = apps.is_installed("django_paycollect.sandbox") and "sandbox" in parts.path
+            if parts.hostname in LOOPBACK_HOSTS or sandbox_path:
                 messages.append(
                     Warning(
                         "PAYCOLLECT['BASE_URL'] points at a local sandbox while DEBUG is off.",
@@ -412,23 +413,20 @@ def _check_encryption_keys() -> list[CheckMessage]:
         if (problem := weakness(key)) is None:
             continue
         text = f"PAYCOLLECT['ENCRYPTION_KEYS'][{index}] is {problem}: "
-        if index == 0:
-            messages.append(
-                Error(
-                    text + "the stored keys it encrypts could be decrypted by guessing it.",
-                    hint="Put a long random value first (secrets.token_urlsafe(32)), this one after it until "
-                    "`manage.py paycollect_rotate_keys` has encrypted the stored keys again.",
-                    id="paycollect.E016",
-                )
+        messages.append(
+            Error(
+                text + "the stored keys it encrypts could be decrypted by guessing it.",
+                hint="Put a long random value first (secrets.token_urlsafe(32)), this one after it until "
+                "`manage.py paycollect_rotate_keys` has encrypted the stored keys again.",
+                id="paycollect.E016",
             )
-        else:
-            messages.append(
-                Warning(
-                    text + "stored keys still encrypted with it could be decrypted by guessing it.",
-                    hint="Run `manage.py paycollect_rotate_keys`, then remove it.",
-                    id="paycollect.W010",
-                )
+            if index == 0
+            else Warning(
+                text + "stored keys still encrypted with it could be decrypted by guessing it.",
+                hint="Run `manage.py paycollect_rotate_keys`, then remove it.",
+                id="paycollect.W010",
             )
+        )
     return messages
 
 
@@ -475,12 +473,6 @@ def _check_trusted_proxies() -> list[CheckMessage]:
                 )
             )
     return messages
-
-
-def _looks_like_sandbox(host: str, path: str) -> bool:
-    if host in LOOPBACK_HOSTS:
-        return True
-    return apps.is_installed("django_paycollect.sandbox") and "sandbox" in path
 
 
 @register(Tags.database)
