@@ -1,10 +1,7 @@
 """Amounts as people and callers give them, and as the app shows them: one grammar for every surface.
 
-Every amount that comes in (the service layer's arguments, the REST API's bodies, the admin's and a site's
-forms, the tasks' arguments) is read by :func:`parse_amount`. :class:`AmountField` (DRF) and
-:class:`AmountFormField` (Django forms) only wrap it, so every surface accepts and refuses the same spellings
-with the same words. :func:`amount_text` is how an amount is shown. The grammar, and why each rule is what it
-is: docs/money.md.
+Every amount that comes in is read by :func:`parse_amount`, which the DRF and form fields only wrap, and shown
+by :func:`amount_text`. The grammar, and why each rule is what it is: docs/money.md.
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ import re
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -182,10 +179,9 @@ class AmountField(serializers.DecimalField):
 
     def to_internal_value(self, data: Any) -> Decimal:
         try:
-            amount: Decimal = self.read(data)
+            return cast(Decimal, self.read(data))
         except PaymentRefused as refused:
             raise serializers.ValidationError(refused.messages) from None
-        return amount
 
     def to_representation(self, value: Any) -> str:
         return amount_text(Decimal(value))
@@ -209,7 +205,6 @@ class AmountFormField(forms.Field):
         ):
             return None
         try:
-            amount: Decimal = self.read(value)
+            return cast(Decimal, self.read(value))
         except PaymentRefused as refused:
             raise ValidationError(refused.messages) from None
-        return amount
