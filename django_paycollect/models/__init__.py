@@ -1,9 +1,5 @@
-"""What the app stores: communities, transactions, direct orders, recurring series, refunds, every call
-of the client (ApiCall) and statistics snapshots (the records are in :mod:`.records`).
-
-Each model keeps the service's own words for its fields and, where the service sent an object,
-that object as received (``raw``) beside the typed columns: nothing the service says is dropped.
-Money is ``DecimalField`` (two places); piasters are integers.
+"""An index of what the app stores, one module per domain. Each model keeps the service's own words for its
+fields and, where the service sent an object, that object as received (``raw``): nothing is dropped.
 """
 
 from __future__ import annotations

@@ -274,14 +274,9 @@ class Dashboard(models.Model):
 
 
 class FetchMark(models.Model):
-    """When the right to fetch a uuid was last taken (``callback_insert.take_fetch_turn``): a row per uuid.
-
-    It bounds what callbacks can make us ask of the service: a verification takes the right to fetch
-    (``claimed_at``) at most once per ``CALLBACK_FETCH_INTERVAL`` per uuid; a callback queued before a
-    fetch was sent is answered by that fetch instead (``Transaction.fetch_sent_at``, or
-    ``not_found_at`` for a uuid the service does not know). So 300 callbacks claiming 300 statuses of
-    one uuid cost a fetch or two, not 300. Browser returns take theirs apart, in rows ``return:<uuid>``.
-    """
+    """When the right to fetch a uuid was last taken (``upserts.take_fetch_turn``): a row per uuid, taken at
+    most once per ``CALLBACK_FETCH_INTERVAL``, so 300 callbacks of one uuid cost a fetch or two (a callback
+    queued before a fetch was sent is answered by it). Browser returns take theirs, rows ``return:<uuid>``."""
 
     uuid = CanonicalUuidField(_("transaction uuid"), max_length=64)
     #: The last time a verification took the right to fetch this uuid.
@@ -299,15 +294,10 @@ class FetchMark(models.Model):
 
 
 class HousekeepingRun(models.Model):
-    """When a periodic job last ran to its end: a row per job (the callback sweep, reconciliation).
-
-    A stopped beat (or a worker that takes nothing) makes no noise of its own: the jobs it should start
-    simply stop happening. Each run records its end here (``last_run_at``); the admin, the dashboard,
-    ``paycollect_report`` and the check ``paycollect.W007`` say when a job is late, from the interval of its
-    beat entry (:func:`django_paycollect.reporting.housekeeping`). ``watched_since`` is when the row was
-    made (by the migration, or by a first run). A job that never ran is never late, only *not run yet*
-    (check ``paycollect.I001``): a beat that never started is not a beat that stopped.
-    """
+    """When a periodic job (the callback sweep, reconciliation) last ran to its end, a row per job: a stopped
+    beat makes no noise of its own, so the admin, the dashboard, ``paycollect_report`` and ``paycollect.W007``
+    say when a job is late (:func:`django_paycollect.reporting.housekeeping`). A job that never ran is only
+    *not run yet* (``paycollect.I001``); ``watched_since`` is when its row was made."""
 
     SWEEP = "sweep"
     RECONCILIATION = "reconciliation"
