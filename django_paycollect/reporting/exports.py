@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import IO, Any
 
-from django.conf import settings
 from django.db.models import Model, Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext
@@ -25,6 +24,7 @@ from ..amounts import amount_text
 from ..conf import paycollect_settings
 from ..models import Community, RecurringSeries, Refund, Transaction
 from ..models.payments import RENEWAL
+from .figures import midnight
 
 #: Rows read from the database at a time (a server-side cursor's fetch on PostgreSQL).
 CHUNK_SIZE = 2000
@@ -233,18 +233,12 @@ class ExportPeriod:
     @property
     def start(self) -> dt.datetime | None:
         """Midnight at the start of ``since`` (included)."""
-        return None if self.since is None else _midnight(self.since)
+        return None if self.since is None else midnight(self.since)
 
     @property
     def end(self) -> dt.datetime | None:
         """Midnight at the end of ``until`` (excluded)."""
-        return None if self.until is None else _midnight(self.until + dt.timedelta(days=1))
-
-
-def _midnight(day: dt.date) -> dt.datetime:
-    moment = dt.datetime.combine(day, dt.time.min)
-    # make_aware in the current time zone: a day of the site, whatever the server's own zone.
-    return timezone.make_aware(moment) if settings.USE_TZ else moment
+        return None if self.until is None else midnight(self.until + dt.timedelta(days=1))
 
 
 def known_community(community_id: str) -> str:

@@ -53,10 +53,13 @@ def period(days: int, now: dt.datetime | None = None) -> Period:
     local_now = timezone.localtime(now) if settings.USE_TZ else now
     last_day = local_now.date()
     first_day = last_day - dt.timedelta(days=days - 1)
-    start = dt.datetime.combine(first_day, dt.time.min)
-    if settings.USE_TZ:
-        start = timezone.make_aware(start)
-    return Period(days, first_day, last_day, start, now, timezone.get_current_timezone_name())
+    return Period(days, first_day, last_day, midnight(first_day), now, timezone.get_current_timezone_name())
+
+
+def midnight(day: dt.date) -> dt.datetime:
+    """Midnight at the start of ``day`` in the current time zone: a day of the site, whatever the server's."""
+    moment = dt.datetime.combine(day, dt.time.min)
+    return timezone.make_aware(moment) if settings.USE_TZ else moment
 
 
 def _day_of(field_name: str) -> TruncDate:

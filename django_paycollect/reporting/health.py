@@ -384,12 +384,9 @@ def sweep_question() -> str:
 
 def housekeeping(now: dt.datetime | None = None) -> list[Housekeeping]:
     """When the sweep and reconciliation last ran, and whether either is late: run, and then not for more
-    than :data:`LATE_AFTER_INTERVALS` of the interval of its beat entry (``schedules.beat_interval``). One
-    query.
-
-    A job that has never run (its row made by the migration, or no row) is not late, however long it has
-    been watched: a site where beat has never run (a development site, the demo, one whose beat is not
-    started yet) is told so once, calmly (:func:`housekeeping_not_run_yet`), not warned of a stopped beat."""
+    than :data:`LATE_AFTER_INTERVALS` of its beat entry's interval (``schedules.beat_interval``). One query.
+    A job never run is not late, however long watched: such a site (development, the demo, beat not started
+    yet) is told so calmly (:func:`housekeeping_not_run_yet`), not warned of a stopped beat."""
     now = now or timezone.now()
     rows = {row.job: row for row in HousekeepingRun.objects.all()}
     labels = dict(HousekeepingRun.JOB_CHOICES)

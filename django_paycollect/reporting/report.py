@@ -231,13 +231,10 @@ def _as_json(r: Report) -> dict[str, Any]:
         ],
         "by_status": {line.status: _amount_json(line.started) for line in r.by_status},
         "callbacks": {
-            "received": r.callbacks.received,
-            "verified": r.callbacks.verified,
-            "failed": r.callbacks.failed,
-            "duplicates": r.callbacks.duplicates,
-            "invalid": r.callbacks.invalid,
-            "waiting": r.callbacks.waiting,
-            "stuck": r.callbacks.stuck,
+            **{
+                name: getattr(r.callbacks, name)
+                for name in ("received", "verified", "failed", "duplicates", "invalid", "waiting", "stuck")
+            },
             "oldest_stuck_age_seconds": seconds(r.callbacks.oldest_stuck_age),
             "verification_seconds": {
                 f"p{p}": seconds(value) for p, value in r.callbacks.verification_time.items()
