@@ -124,7 +124,7 @@ def child(kind: str, spec: str, file_format: str) -> None:
     import gc
     import resource
 
-    setup_django_on_postgres(spec)
+    setup_django_on_postgres(spec, migrate=False)  # the parent migrated it
     from django.core.management import call_command
     from django.db import connection
 
