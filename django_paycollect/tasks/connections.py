@@ -1,19 +1,11 @@
 """A worker's database sessions, from task to task: what Django's request signals do for a view.
 
-Celery's Django fixup closes every database connection before and after each task unless the Celery app
-has ``db_reuse_max`` (``CELERY_DB_REUSE_MAX`` in Django settings); since Celery 5.6 it does so whatever
-``CONN_MAX_AGE`` says. So each verification opened a PostgreSQL session of its own, which cost the
-database more than the verification did. With ``CELERY_DB_REUSE_MAX`` set (see docs/deployment.md and
-check ``paycollect.W009``) the fixup leaves the sessions alone, and these handlers look after them
-instead, for every task the worker runs:
-
-* before and after a task that returned: Django's ``close_old_connections()``, so a session older than
-  ``CONN_MAX_AGE``, or one an error left unusable, is dropped (and ``CONN_HEALTH_CHECKS`` is honoured);
-* after a task that raised or is retried: every session closed. A task interrupted mid-query (a time
-  limit, the database going away) may leave a session that Django would still take for usable, and a
-  retry is due on a sound one.
-
-Eager tasks run in their caller's process (a request, a command), whose own rules apply: left alone.
+Celery's Django fixup closes every connection around each task (since Celery 5.6 whatever ``CONN_MAX_AGE``
+says) unless ``CELERY_DB_REUSE_MAX`` is set (docs/deployment.md, check ``paycollect.W009``); then these
+handlers look after the sessions instead. Around a task that returned, ``close_old_connections()`` drops a
+session too old or left unusable (honouring ``CONN_HEALTH_CHECKS``); after a task that raised or is retried,
+every session is closed, since one interrupted mid-query (a time limit, the database going away) may still
+look usable, and a retry is due on a sound one. Eager tasks follow their caller's process's rules: left alone.
 """
 
 from __future__ import annotations

@@ -1,23 +1,12 @@
-"""Handing stored callbacks to the worker without a broker round trip in the callback request.
+"""Handing stored callbacks to the worker without a broker round trip in the callback request (docs/celery.md,
+"How a callback reaches the worker").
 
-The stored row is the queue (a transactional outbox): the callback view commits the callback *queued*, and
-after the commit hands its primary key to this process's :class:`Publisher`, which only appends it to a
-buffer. A daemon thread of the process publishes what waits, at most once per ``CALLBACK_PUBLISH_LINGER``:
-a callback after a quiet spell goes at once, and the callbacks of a burst go together, in one
-``paycollect.process_callbacks`` message (up to :data:`MAX_IDS_PER_MESSAGE`), which the worker that takes
-it shares out among the others (``tasks.process_callbacks``). A publish costs the web process about a
-millisecond of CPU, whatever it carries: one for many callbacks is what keeps intake near the cost of
-storing the row.
-
-Nothing is lost on the way. A publish that fails records its callbacks *received*, with the reason
-(``callback_ledger.callback_not_queued``), and the next sweep queues them again. A process that dies
-with ids in its buffer leaves their rows *queued*: the sweep queues them again once overdue by
-``CALLBACK_REQUEUE_AFTER``. When the buffer holds ``CALLBACK_PUBLISH_BUFFER`` ids (the broker slower than
-the callbacks arrive), the next is published in its own request, as a warning says. At exit the process
-publishes what waits, for at most :data:`EXIT_WAIT` seconds.
-
-Nothing runs at import: the thread starts with the first callback, registering then the fork and exit hooks.
-A forked child (gunicorn's workers) starts its own: ids buffered in the parent are the parent's to publish.
+The stored row is the queue (a transactional outbox): after the commit the callback view hands its primary key
+to this process's :class:`Publisher`, which only appends it to a buffer. A daemon thread publishes what waits
+at most once per ``CALLBACK_PUBLISH_LINGER``, a burst's callbacks in one ``paycollect.process_callbacks``
+message: a publish costs the web process about a millisecond of CPU, whatever it carries. A failed publish is
+recorded (*received*) for the sweep; ids a dead process held stay *queued*, which the sweep takes once
+overdue. Nothing runs at import: the thread, and the fork and exit hooks, start with the first callback.
 """
 
 from __future__ import annotations
@@ -76,9 +65,8 @@ class Publisher:
         self._not_queued = not_queued
         self._capacity = capacity
         self._linger = linger
-        self._hooked = (
-            False  # the fork and exit hooks, registered with the first thread (a child inherits them)
-        )
+        # The fork and exit hooks, registered with the first thread (a child inherits them).
+        self._hooked = False
         self._reset()
 
     def _reset(self) -> None:
