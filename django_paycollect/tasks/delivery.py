@@ -14,13 +14,7 @@ from django.contrib.auth import get_user_model
 
 from ..amounts import amount_text
 from ..exceptions import NotFound, PaymentRefused, ServiceUnavailable, StateConflict
-from ..models import (
-    ApiCall,
-    DirectOrder,
-    RecurringSeries,
-    Refund,
-    Transaction,
-)
+from ..models import ApiCall, DirectOrder, RecurringSeries, Refund, Transaction
 from ..services.calls import current_task_id, sent_by_task
 
 logger = logging.getLogger("django_paycollect.tasks")
@@ -36,12 +30,11 @@ NOT_SENT_RETRY_DELAYS = (10, 60, 300)
 
 
 # Idempotent tasks: redelivered when the worker dies before finishing (see the module docstring).
-REDELIVERABLE: dict[str, Any] = {"bind": True, "acks_late": True, "reject_on_worker_lost": True}
+REDELIVERABLE: dict[str, Any] = {"acks_late": True, "reject_on_worker_lost": True}
 READ_TASK: dict[str, Any] = {**REDELIVERABLE, "max_retries": READ_MAX_RETRIES}
 # State-changing tasks: acknowledged before they run, never redelivered. A refusal is expected, logged without
 # a traceback; a misconfiguration is logged with one, and never retried (only ServiceUnavailable is).
 WRITE_TASK: dict[str, Any] = {
-    "bind": True,
     "acks_late": False,
     "reject_on_worker_lost": False,
     "max_retries": len(NOT_SENT_RETRY_DELAYS),

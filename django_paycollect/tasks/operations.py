@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,11 +13,7 @@ from .. import services
 from ..amounts import amount_text
 from ..client import Logo
 from ..exceptions import PaymentRefused
-from ..models import (
-    RecurringSeries,
-    StatisticsSnapshot,
-    Transaction,
-)
+from ..models import RecurringSeries, StatisticsSnapshot, Transaction
 from ..services.common import primary
 from .delivery import (
     READ_TASK,
@@ -33,8 +28,6 @@ from .delivery import (
     write_once,
 )
 from .runners import job
-
-logger = logging.getLogger("django_paycollect.tasks")
 
 # --- reads -------------------------------------------------------------------------------------
 
