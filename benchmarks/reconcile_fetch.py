@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -56,11 +56,11 @@ from benchmarks._support import (
     temp_workdir,
     write_section,
 )
+from benchmarks._support.payments import sandbox_with_payments, shared_directory
 from benchmarks._support.servers import process_cpu
-from django_paycollect.sandbox.testing import SandboxControl, start_sandbox
+from django_paycollect.sandbox.testing import SandboxControl
 
 TARGET_RATIO = 0.8
-BILLING = {"name": "Mona Ali", "email": "mona@example.com", "phone_number": "+201001234567"}
 #: The processes whose CPU time is counted, in the order printed.
 PROCESSES = ("here", "sandbox", "postgres")
 
@@ -131,14 +131,19 @@ def main() -> int:
     args = parser.parse_args()
 
     def one() -> dict[str, Any]:
-        with temp_workdir() as workdir, postgres_database("bench_reconcile") as database:
-            sandbox = start_sandbox(Path(workdir) / "sandbox")
-            try:
-                return run(database, sandbox.info, args)
-            finally:
-                sandbox.stop()
+        with (
+            temp_workdir() as workdir,
+            postgres_database("bench_reconcile") as database,
+            ExitStack() as stack,
+        ):
+            # One in four completed at the service; the second project's sandbox is a copy of the first's.
+            sandbox, uuids = sandbox_with_payments(
+                Path(workdir), stack, args.transactions, kind="quarter", completed=lambda i: i % 4 == 0
+            )
+            return run(database, sandbox.info, uuids, args)
 
-    results = for_each_project(__file__, args, one)
+    with shared_directory():
+        results = for_each_project(__file__, args, one)
     if args.results:
         return 0
     tables, everything, details = [], [], []
@@ -281,7 +286,7 @@ def report(found: dict[str, Any], args: argparse.Namespace) -> tuple[list[Measur
     return measures, details
 
 
-def run(database: str, info: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+def run(database: str, info: dict[str, Any], uuids: list[str], args: argparse.Namespace) -> dict[str, Any]:
     setup_django_on_postgres(database)
     import requests
     from django.conf import settings
@@ -290,7 +295,6 @@ def run(database: str, info: dict[str, Any], args: argparse.Namespace) -> dict[s
 
     from benchmarks._support.orm_work import Fetcher
     from django_paycollect import reconciliation
-    from django_paycollect.client import PayCollectClient
     from django_paycollect.models import Transaction
 
     count, concurrency = args.transactions, args.concurrency
@@ -305,26 +309,6 @@ def run(database: str, info: dict[str, Any], args: argparse.Namespace) -> dict[s
         "RECONCILE_CONCURRENCY": concurrency,
     }
     control = SandboxControl(info["base_url"])
-    control.configure_api_payment(amount_id, callback_url="")  # no callback deliveries in the background
-    client = PayCollectClient(str(info["base_url"]), api_key=str(info["api_key"]))
-
-    print(f"[{project()}] starting {count:,} payments at the sandbox...", flush=True)
-
-    def paid(i: int) -> str:
-        started = client.pay(
-            community_id=community,
-            amount=Decimal("104.50"),
-            original_amount=Decimal("104.50"),
-            variable_amount_id=amount_id,
-            billing_data=BILLING,
-        )
-        uuid = str(started.result.transaction_uuid)
-        if i % 4 == 0:
-            control.complete(uuid)
-        return uuid
-
-    with ThreadPoolExecutor(4) as pool:
-        uuids = list(pool.map(paid, range(count)))
     heard_of = timezone.now() - dt.timedelta(hours=2)
     Transaction.objects.bulk_create(
         Transaction(
