@@ -13,6 +13,9 @@ from django.db.models.functions import Lower, Replace
 from ..ids import canonical_uuid
 
 MONEY: dict[str, Any] = {"max_digits": 14, "decimal_places": 2}
+#: A link that may be left empty, emptied when what it points to is deleted (``null=True`` is written on each
+#: field, where django-stubs reads it).
+OPTIONAL_LINK: dict[str, Any] = {"blank": True, "on_delete": models.SET_NULL}
 ZERO = Decimal("0.00")
 
 _ST = TypeVar("_ST", contravariant=True)

@@ -16,7 +16,7 @@ from django.utils.translation import gettext_lazy as _
 from ..client.redaction import REDACTED
 from ..conf import paycollect_settings
 from ..exceptions import Refusal, lazy_text
-from .fields import MONEY, CanonicalUuidField, canonical_unique, exact_indexes
+from .fields import MONEY, OPTIONAL_LINK, CanonicalUuidField, canonical_unique, exact_indexes
 from .payments import Transaction
 
 
@@ -93,11 +93,7 @@ class DirectOrder(models.Model):
     merchant_reference = models.CharField(_("merchant reference"), max_length=200, blank=True)
     raw = models.JSONField(_("service's answer"), null=True, blank=True)
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        verbose_name=_("created by"),
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL, verbose_name=_("created by"), null=True, **OPTIONAL_LINK
     )
     created_at = models.DateTimeField(_("created at"), default=timezone.now, db_index=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
@@ -185,11 +181,7 @@ class RecurringSeries(models.Model):
     )
     cancelled_at = models.DateTimeField(_("cancelled at"), null=True, blank=True)
     cancelled_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        verbose_name=_("cancelled by"),
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL, verbose_name=_("cancelled by"), null=True, **OPTIONAL_LINK
     )
     raw = models.JSONField(_("as the service last said"), null=True, blank=True)
     last_synced_at = models.DateTimeField(_("last synced at"), null=True, blank=True)

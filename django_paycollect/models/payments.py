@@ -18,7 +18,7 @@ from django.utils.translation import gettext_lazy as _
 
 from ..client import KNOWN_TRANSACTION_STATUSES, TransactionStatus
 from ..exceptions import Refusal, lazy_text
-from .fields import MONEY, ZERO, CanonicalUuidField, canonical_unique, exact_indexes
+from .fields import MONEY, OPTIONAL_LINK, ZERO, CanonicalUuidField, canonical_unique, exact_indexes
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
@@ -116,11 +116,7 @@ class Transaction(models.Model):
     customer_phone = models.CharField(_("customer phone"), max_length=32, blank=True)
     merchant_reference = models.CharField(_("merchant reference"), max_length=200, blank=True)
     content_type = models.ForeignKey(
-        ContentType,
-        verbose_name=_("merchant object type"),
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
+        ContentType, verbose_name=_("merchant object type"), null=True, **OPTIONAL_LINK
     )
     object_id = models.CharField(_("merchant object id"), max_length=64, blank=True)
     #: The user the payment belongs to, set when it is started for one (the REST API's payments).
@@ -139,12 +135,7 @@ class Transaction(models.Model):
     captured_amount = models.DecimalField(_("captured amount"), default=ZERO, **MONEY)
     captured_at = models.DateTimeField(_("captured at"), null=True, blank=True)
     captured_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        verbose_name=_("captured by"),
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
+        settings.AUTH_USER_MODEL, verbose_name=_("captured by"), null=True, related_name="+", **OPTIONAL_LINK
     )
     refunded_amount = models.DecimalField(_("refunded amount"), default=ZERO, **MONEY)
     outcome_unknown = models.BooleanField(_("outcome unknown"), default=False, db_index=True)
@@ -208,9 +199,7 @@ class Transaction(models.Model):
             models.UniqueConstraint(fields=["uuid"], name="paycollect_txn_uuid"),
         ]
         indexes = [
-            # Identifiers and states, matched only exactly: plain indexes. db_index=True would add a
-            # varchar_pattern_ops twin on PostgreSQL (for LIKE), one more index written by every INSERT
-            # and by every UPDATE that moves the row.
+            # Identifiers and states, matched only exactly: plain indexes, no LIKE twin (see exact_indexes).
             *exact_indexes(
                 "txn",
                 community_id="community",
@@ -366,11 +355,7 @@ class Refund(models.Model):
     amount = models.DecimalField(_("amount"), **MONEY)
     state = models.CharField(_("state"), max_length=10, choices=STATE_CHOICES, default=PENDING)
     requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        verbose_name=_("requested by"),
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL, verbose_name=_("requested by"), null=True, **OPTIONAL_LINK
     )
     service_message = models.TextField(_("service's message"), blank=True)
     error = models.TextField(_("error"), blank=True)

@@ -4,6 +4,7 @@ fetch marks, when the housekeeping jobs last ran, and the permission holder of t
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from django.db import models
 from django.db.models import Q
@@ -11,9 +12,12 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from .fields import MONEY, CanonicalUuidField, exact_indexes
+from .fields import MONEY, OPTIONAL_LINK, CanonicalUuidField, exact_indexes
 from .orders import DirectOrder, RecurringSeries
 from .payments import Refund, Transaction
+
+#: What an ApiCall links to, each link optional (``OPTIONAL_LINK``).
+_API_CALLS_LINK: dict[str, Any] = {**OPTIONAL_LINK, "related_name": "api_calls"}
 
 
 class ApiCall(models.Model):
@@ -54,37 +58,13 @@ class ApiCall(models.Model):
     duration_ms = models.PositiveIntegerField(_("duration (ms)"), null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
     task_id = models.CharField(_("Celery task id"), max_length=255, blank=True)
-    transaction = models.ForeignKey(
-        Transaction,
-        verbose_name=_("transaction"),
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="api_calls",
-    )
+    transaction = models.ForeignKey(Transaction, verbose_name=_("transaction"), null=True, **_API_CALLS_LINK)
     direct_order = models.ForeignKey(
-        DirectOrder,
-        verbose_name=_("direct order"),
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="api_calls",
+        DirectOrder, verbose_name=_("direct order"), null=True, **_API_CALLS_LINK
     )
-    refund = models.ForeignKey(
-        Refund,
-        verbose_name=_("refund"),
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="api_calls",
-    )
+    refund = models.ForeignKey(Refund, verbose_name=_("refund"), null=True, **_API_CALLS_LINK)
     series = models.ForeignKey(
-        RecurringSeries,
-        verbose_name=_("recurring series"),
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="api_calls",
+        RecurringSeries, verbose_name=_("recurring series"), null=True, **_API_CALLS_LINK
     )
     created_at = models.DateTimeField(_("called at"), default=timezone.now, db_index=True)
 
@@ -196,20 +176,10 @@ class ReceivedCallback(models.Model):
     #: ``paycollect_callback_dedupe_key``, makes redeliveries duplicates; NULLs never collide).
     dedupe_key = models.CharField(_("duplicates key"), max_length=200, null=True, blank=True)  # noqa: DJ001
     duplicate_of = models.ForeignKey(
-        "self",
-        verbose_name=_("duplicate of"),
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
+        "self", verbose_name=_("duplicate of"), null=True, related_name="+", **OPTIONAL_LINK
     )
     transaction = models.ForeignKey(
-        Transaction,
-        verbose_name=_("transaction"),
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="callbacks",
+        Transaction, verbose_name=_("transaction"), null=True, related_name="callbacks", **OPTIONAL_LINK
     )
     attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
     task_id = models.CharField(_("Celery task id"), max_length=255, blank=True)
