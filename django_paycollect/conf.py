@@ -124,9 +124,8 @@ OWN_CHECKS = ("MAX_AMOUNT", "METRICS", "METRICS_TOKENS")
 TASK_RUNNERS = ("celery", "django")
 CHOICES = {"TASK_RUNNER": TASK_RUNNERS, "PROMOCODE_METHOD": ("POST", "GET"), "DEFAULT_CURRENCY": CURRENCIES}
 #: How True and False may be spelled in a text (as the environment gives them).
-FLAG_TEXTS = dict.fromkeys(("true", "yes", "on", "1"), True) | dict.fromkeys(
-    ("false", "no", "off", "0"), False
-)
+FLAG_TEXTS = dict.fromkeys(("true", "yes", "on", "1"), True)
+FLAG_TEXTS |= dict.fromkeys(("false", "no", "off", "0"), False)
 _WHOLE = re.compile(r"[0-9]+")
 _RATE = re.compile(r"([0-9]+)/([a-z]+)")
 

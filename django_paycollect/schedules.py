@@ -9,18 +9,11 @@ from typing import Any, cast
 from celery.schedules import crontab
 from celery.schedules import schedule as every
 
-#: Beat entries to merge into ``CELERY_BEAT_SCHEDULE`` (plain beat, or django-celery-beat, which
-#: copies them into its tables at start)::
-#:
-#:     from django_paycollect.schedules import BEAT_SCHEDULE
-#:     CELERY_BEAT_SCHEDULE = {**BEAT_SCHEDULE, ...}
-#:
-#: ``expires`` drops a run still queued when the next one is due, so a slow worker never piles
-#: them up.
+#: Beat entries to merge into ``CELERY_BEAT_SCHEDULE = {**BEAT_SCHEDULE, ...}`` (docs/celery.md). ``expires``
+#: drops a run still queued when the next one is due, so a slow worker never piles them up.
 BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
-    # Callbacks whose verification was lost (a worker killed with its message, a broker restarted
-    # without it, queueing that failed) are queued again once PAYCOLLECT["CALLBACK_REQUEUE_AFTER"]
-    # has passed, so none waits for the broker's visibility timeout, nor for a person.
+    # Callbacks whose verification was lost are queued again once PAYCOLLECT["CALLBACK_REQUEUE_AFTER"] has
+    # passed, so none waits for the broker's visibility timeout, nor for a person.
     "paycollect-sweep-callbacks": {
         "task": "paycollect.sweep_callbacks",
         "schedule": timedelta(minutes=1),

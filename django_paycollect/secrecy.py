@@ -1,8 +1,6 @@
-"""Our secrets (:func:`our_secrets`), and the one way they are kept out of all we store and write: stored
-callbacks, ``ApiCall`` rows (whose request bodies also have customers' personal data masked,
-:func:`mask_personal_data`), errors recorded on callbacks, a project's logs (:class:`SecretsLogFilter`).
-Each goes through :func:`scrub` (an error's text, :func:`scrub_error`), built on the client's Django-free
-walker (:mod:`django_paycollect.client.redaction`).
+"""Our secrets (:func:`our_secrets`), and the one way they are kept out of all we store and write (stored
+callbacks, ``ApiCall`` rows, errors, a project's logs): :func:`scrub`, built on the client's Django-free
+walker; and the customers' personal data masked in stored request bodies (:func:`mask_personal_data`).
 """
 
 from __future__ import annotations

@@ -14,11 +14,7 @@ from django.core.exceptions import ValidationError
 from .client.validation import name_problem, normalise_phone, phone_problem
 from .problem_messages import MESSAGES
 
-__all__ = [
-    "PHONE_ERRORS",
-    "validate_person_name",
-    "validate_phone_number",
-]
+__all__ = ["PHONE_ERRORS", "validate_person_name", "validate_phone_number"]
 
 #: For each of the client's phone problems, what the person filling the form is told (words that suit a
 #: customer typing their own number and a staff member typing a customer's), in the active language.

@@ -1,6 +1,5 @@
-"""``manage.py paycollect_check_credentials [--community ID]``: tries each configured community's credentials
-against the service with reads that change nothing, and says which work; a thin caller of
-``services.credentials.check_credentials``. Fails (exit status 1) when the service refused any."""
+"""``manage.py paycollect_check_credentials [--community ID]``: a thin caller of
+``services.credentials.check_credentials`` (what it does: its ``help``)."""
 
 from __future__ import annotations
 

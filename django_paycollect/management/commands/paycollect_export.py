@@ -1,6 +1,4 @@
-"""``manage.py paycollect_export transactions|refunds|renewals [--since DAY] [--until DAY]
-[--by completed|created] [--status STATUS ...] [--community ID] [--currency EGP] [--format csv|xlsx]
-[--output FILE] [--without-pii]``: a thin caller of ``reporting.exports``."""
+"""``manage.py paycollect_export transactions|refunds|renewals ...``: a thin caller of reporting.exports."""
 
 from __future__ import annotations
 
