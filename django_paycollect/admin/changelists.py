@@ -104,6 +104,4 @@ def exact_search(
                 matches |= Q(**{f"{relation}__in": pks})
         else:
             matches |= Q(**{f"{field}__in": terms})
-    if not matches:
-        return queryset.none()
-    return queryset.filter(matches)
+    return queryset.filter(matches) if matches else queryset.none()

@@ -1,14 +1,9 @@
-"""Charts drawn on the server as inline SVG: no JavaScript, nothing loaded from elsewhere, and they print.
+"""Charts drawn on the server as inline SVG (docs/admin.md says what they show, and how right to left).
 
 This module computes the geometry (exact Decimals, rounded to a tenth of a pixel); the templates under
-``admin/paycollect/charts/`` draw it. Every chart is an ``<svg role="img">`` with a ``<title>``, a
-``<desc>`` and axis labels; each bar has its own ``<title>`` (a tooltip); the page shows the same numbers in
-a table next to the chart. Colours come from the admin's CSS variables, so dark mode and print follow.
-
-Right to left (an Arabic admin) a chart is mirrored: its value axis and row labels on the right, bars growing
-to the left, days from right to left. The geometry is computed left to right and then mirrored
-(:meth:`_Frame.mirror`); the ``<svg>`` carries the direction it was laid out for, so each text's anchor
-(``start``, ``end``), which follows the direction, keeps its text on its own side of the bars.
+``admin/paycollect/charts/`` draw it, in the admin's CSS colours (dark mode and print follow). Right to left
+the geometry is computed left to right and then mirrored (:meth:`_Frame.mirror`); the ``<svg>`` carries the
+direction it was laid out for, so each text's anchor (``start``, ``end``) keeps it on its side of the bars.
 """
 
 from __future__ import annotations
@@ -225,8 +220,7 @@ def daily_chart(days: Sequence[Day], currency: str, dom_id: str = "paycollect-ch
     step = nice_step(top_value + bottom_value)
     up = _steps_to(top_value, step) if top_value else (0 if bottom_value else 1)
     down = _steps_to(bottom_value, step)
-    plot_height = Decimal(chart.plot_bottom - chart.top)
-    unit = plot_height / (up + down)  # pixels per step
+    unit = Decimal(chart.plot_bottom - chart.top) / (up + down)  # pixels per step
     chart.zero_y = _px(chart.top + unit * up)
     places = max(0, -step.normalize().as_tuple().exponent)  # type: ignore[operator]
     for n in range(-down, up + 1):
@@ -303,16 +297,8 @@ def bars_chart(
         middle = top + Decimal(chart.row_height) / 2
         length = _px(room * row.value / largest) if largest else Decimal(0)
         if length:
-            chart.bars.append(
-                Bar(
-                    Decimal(chart.left),
-                    _px(middle - bar_height / 2),
-                    length,
-                    _px(bar_height),
-                    row.kind,
-                    f"{row.label}: {row.text}",
-                )
-            )
+            y, title = _px(middle - bar_height / 2), f"{row.label}: {row.text}"
+            chart.bars.append(Bar(Decimal(chart.left), y, length, _px(bar_height), row.kind, title))
         chart.labels.append(Label(Decimal(chart.left - 8), _px(middle + 4), row.label))
         chart.values.append(Label(_px(chart.left + length + 6), _px(middle + 4), row.text))
     chart.mirror(chart.labels, chart.values)

@@ -67,18 +67,15 @@ class Outcomes:
         self.unknown: list[str] = []
         self.notes: list[str] = []
 
-    def refused(self, label: str, error: ServiceLayerError | PayCollectConfigurationError) -> None:
-        """An object the service layer did not act on, and why (:func:`error_text`)."""
-        self.failed.append((label, error_text(error)))
-
     def attempt(
         self, label: str, call: Callable[[], _T], unknown: Callable[[_T], bool] = lambda _result: False
     ) -> _T | None:
-        """``call()``'s outcome under ``label``: refused (None), of unknown outcome, or succeeded."""
+        """``call()``'s outcome under ``label``: refused (None, and why: :func:`error_text`), of unknown
+        outcome, or succeeded."""
         try:
             result = call()
         except REPORTED_ERRORS as error:
-            self.refused(label, error)
+            self.failed.append((label, error_text(error)))
             return None
         (self.unknown if unknown(result) else self.succeeded).append(label)
         return result

@@ -2,8 +2,7 @@
 
 It is the changelist of :class:`~django_paycollect.models.Dashboard` (a model without a table), so it is
 listed in the app's section of the admin index for users holding ``paycollect.view_dashboard`` and for
-nobody else. The figures come from ``reporting.report``; the charts from :mod:`.charts`; its links open
-the changelists with the parameters of :mod:`.filters`.
+nobody else. Its links open the changelists with the parameters of :mod:`.filters`.
 """
 
 from __future__ import annotations

@@ -46,10 +46,9 @@ def download(
     except exports.ExportError as error:
         messages.error(request, gettext("Export: %(why)s") % {"why": error})
         return None
-    response = StreamingHttpResponse(pieces, content_type=exports.CONTENT_TYPES[file_format])
     name = exports.filename(export, file_format, period)
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
-    return response
+    headers = {"Content-Disposition": f'attachment; filename="{name}"'}
+    return StreamingHttpResponse(pieces, content_type=exports.CONTENT_TYPES[file_format], headers=headers)
 
 
 def export_action(file_format: str, description: Any) -> Callable[..., HttpResponseBase | None]:

@@ -153,6 +153,10 @@ def _text(**kwargs: Any) -> forms.CharField:
     return forms.CharField(widget=widgets.AdminTextInputWidget, **kwargs)
 
 
+def _lines_field(rows: int, **kwargs: Any) -> forms.CharField:
+    return forms.CharField(required=False, widget=widgets.AdminTextareaWidget(attrs={"rows": rows}), **kwargs)
+
+
 def _url(**kwargs: Any) -> forms.URLField:
     # assume_scheme: a URL typed without a scheme is https.
     widget = widgets.AdminURLFieldWidget
@@ -213,19 +217,10 @@ class DirectOrderForm(forms.Form):
         label=_("Customer title"), max_length=100, required=False, help_text=_("Used in the notification.")
     )
     address = _text(label=_("Billing address"), max_length=300, required=False)
-    order_description = forms.CharField(
-        label=_("Description"), required=False, widget=widgets.AdminTextareaWidget(attrs={"rows": 3})
-    )
-    custom_fields = forms.CharField(
-        label=_("Custom fields asked of the customer"),
-        required=False,
-        widget=widgets.AdminTextareaWidget(attrs={"rows": 4}),
-    )
-    tags = forms.CharField(
-        label=_("Tags"),
-        required=False,
-        widget=widgets.AdminTextareaWidget(attrs={"rows": 2}),
-        help_text=_("One per line: id | name (the tag's id in the service's dashboard)."),
+    order_description = _lines_field(3, label=_("Description"))
+    custom_fields = _lines_field(4, label=_("Custom fields asked of the customer"))
+    tags = _lines_field(
+        2, label=_("Tags"), help_text=_("One per line: id | name (the tag's id in the service's dashboard).")
     )
     allow_recurring_payments = forms.BooleanField(label=_("Recurring order"), required=False)
     expiry_date = forms.DateField(label=_("Recurring until"), required=False, widget=widgets.AdminDateWidget)

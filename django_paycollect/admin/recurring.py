@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -49,7 +49,12 @@ def confirm_cancel_recurring(
     if request.POST.get("post") == "yes":
         outcomes = Outcomes(gettext("Cancel recurring"))
         outcomes.failed += [(label, gettext("not part of a recurring series")) for label in unrelated]
-        cancel_series(request, series, outcomes)
+        for one in series:
+            outcomes.attempt(
+                one.parent_uuid,
+                partial(services.cancel_recurring, one, user=request.user),
+                lambda result: result.cancel_state == RecurringSeries.CANCEL_UNKNOWN,
+            )
         outcomes.report(request)
         return None  # back to the changelist
     parents = {
@@ -86,15 +91,6 @@ def confirm_cancel_recurring(
     }
     request.current_app = model_admin.admin_site.name
     return TemplateResponse(request, "admin/paycollect/cancel_recurring_confirmation.html", context)
-
-
-def cancel_series(request: HttpRequest, series: Iterable[RecurringSeries], outcomes: Outcomes) -> None:
-    for one in series:
-        outcomes.attempt(
-            one.parent_uuid,
-            partial(services.cancel_recurring, one, user=request.user),
-            lambda result: result.cancel_state == RecurringSeries.CANCEL_UNKNOWN,
-        )
 
 
 class ChargeInline(ReadOnlyInline[Transaction]):
