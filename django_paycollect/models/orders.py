@@ -31,31 +31,14 @@ class DirectOrder(models.Model):
 
     NEW, CREATED, REJECTED, UNKNOWN = State.NEW, State.CREATED, State.REJECTED, State.UNKNOWN
     STATE_CHOICES = State.choices
-    #: The spec's Direct order fields kept in columns of the same name: what ``services.create_direct_order``
-    #: takes, stores and sends (beside ``custom_fields``, ``recurring`` and ``community_id``).
-    SPEC_FIELDS = (
-        "name",
-        "amount",
-        "currency",
-        "discount_amount",
-        "vat_percentage",
-        "payment_methods",
-        "customer_name",
-        "customer_email",
-        "customer_mobile",
-        "customer_title",
-        "address",
-        "order_description",
-        "tags",
-        "send_by_email",
-        "cc_email",
-        "send_by_sms",
-        "redirect_url",
-        "callback_url",
-        "paid",
-    )
-    #: Of those, the optional ones: sent only when set (blank, False or empty ones are left out).
-    SENT_WHEN_SET = SPEC_FIELDS[SPEC_FIELDS.index("customer_title") :]
+    #: The spec's optional Direct order fields: sent only when set (blank, False or empty ones are left out).
+    SENT_WHEN_SET: tuple[str, ...] = ("customer_title", "address", "order_description", "tags")
+    SENT_WHEN_SET += ("send_by_email", "cc_email", "send_by_sms", "redirect_url", "callback_url", "paid")
+    #: All the spec's Direct order fields kept in columns of the same name: what
+    #: ``services.create_direct_order`` takes, stores and sends (beside ``custom_fields``, ``recurring`` and
+    #: ``community_id``).
+    SPEC_FIELDS: tuple[str, ...] = ("name", "amount", "currency", "discount_amount", "vat_percentage")
+    SPEC_FIELDS += ("payment_methods", "customer_name", "customer_email", "customer_mobile", *SENT_WHEN_SET)
 
     community_id = models.CharField(_("community id"), max_length=100)
     state = models.CharField(_("state"), max_length=10, choices=STATE_CHOICES, default=NEW)
