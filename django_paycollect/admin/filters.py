@@ -19,11 +19,11 @@ from .forms import community_choices, currency_choices
 
 
 class FixedChoicesFilter(admin.SimpleListFilter):
-    """A filter on ``field`` whose choices are known without reading the table; "other" (when offered)
-    is every value not among them."""
+    """A filter on ``field`` whose choices are known without reading the table; "other" (unless
+    ``offer_other`` is false) is every value not among them."""
 
     field = ""
-    offer_other = False
+    offer_other = True
 
     def choices_of(self, request: HttpRequest) -> list[tuple[str, Any]]:
         raise NotImplementedError
@@ -49,7 +49,6 @@ class CommunityFilter(FixedChoicesFilter):
     title = _("community")
     parameter_name = "community_id__exact"
     field = "community_id"
-    offer_other = True
 
     def choices_of(self, request: HttpRequest) -> list[tuple[str, Any]]:
         return community_choices(with_key_only=False)
@@ -68,6 +67,7 @@ class CurrencyFilter(FixedChoicesFilter):
 
     title = _("currency")
     parameter_name = field = "currency"
+    offer_other = False
 
     def choices_of(self, request: HttpRequest) -> list[tuple[str, Any]]:
         return currency_choices()
@@ -79,7 +79,6 @@ class OperationFilter(FixedChoicesFilter):
     title = _("operation")
     parameter_name = "operation__exact"
     field = "operation"
-    offer_other = True
 
     def choices_of(self, request: HttpRequest) -> list[tuple[str, Any]]:
         return [(name, ApiCall.OPERATION_LABELS.get(name, name)) for name in OPERATIONS]
@@ -95,7 +94,6 @@ class ErrorClassFilter(FixedChoicesFilter):
     title = _("error class")
     parameter_name = "error_class__exact"
     field = "error_class"
-    offer_other = True
 
     def choices_of(self, request: HttpRequest) -> list[tuple[str, Any]]:
         return [("", _("None (succeeded)")), *((name, name) for name in sorted(_error_classes()))]
@@ -116,7 +114,6 @@ class ClaimedStatusFilter(FixedChoicesFilter):
     title = _("claimed status")
     parameter_name = "claimed_status__exact"
     field = "claimed_status"
-    offer_other = True
 
     def choices_of(self, request: HttpRequest) -> list[tuple[str, Any]]:
         return [(status, status) for status in Transaction.KNOWN_SERVICE_STATUSES]
@@ -128,6 +125,7 @@ class CallbackTokenFilter(FixedChoicesFilter):
     title = _("callback token")
     parameter_name = "token_index__exact"
     field = "token_index"
+    offer_other = False
 
     def choices_of(self, request: HttpRequest) -> list[tuple[str, Any]]:
         tokens = paycollect_settings.texts("CALLBACK_TOKENS")

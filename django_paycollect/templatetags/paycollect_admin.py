@@ -28,8 +28,7 @@ def paycollect_late_jobs(context: Any) -> dict[str, Any]:
     """The periodic jobs that are late (``reporting.housekeeping``: they ran, then stopped), for users who may
     see the dashboard: the admin index shows them, so a stopped beat is seen before callbacks are overdue.
     Jobs that have never run are no warning here (the dashboard says so in one calm line). One query."""
-    request = context.get("request")
-    user = getattr(request, "user", None)
+    user = getattr(context.get("request"), "user", None)
     if user is None or not user.has_perm("paycollect.view_dashboard"):
         return {"late": []}
     try:
