@@ -217,9 +217,6 @@ class CredentialsRefused(PayCollectConfigurationError):
         self.basic = basic
         self.record = record
 
-    def __str__(self) -> str:
-        return str(self.message)
-
 
 class ServiceUsageError(RuntimeError):
     """The service layer was called in a way that would put money at risk (e.g. inside atomic)."""
