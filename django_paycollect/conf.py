@@ -50,8 +50,7 @@ DEFAULTS: dict[str, Any] = {
     "RETURN_FETCH_INTERVAL": 3.0,
     # Callbacks larger than this are refused with 413.
     "MAX_CALLBACK_BYTES": 65536,
-    # Seconds: a callback received or queued but not verified this long after it was due is stuck, and
-    # the sweep (beat, every minute) queues it again, whatever the broker's visibility timeout.
+    # Seconds: a callback not verified this long after it was due is stuck, and the sweep queues it again.
     "CALLBACK_REQUEUE_AFTER": 300,
     # Seconds: callbacks make at most one fetch of a transaction per this long, across processes.
     "CALLBACK_FETCH_INTERVAL": 5,
@@ -74,27 +73,21 @@ DEFAULTS: dict[str, Any] = {
     "RECONCILE_GIVE_UP_AFTER": 7 * 86400,
     "DEFAULT_CURRENCY": "EGP",
     "DEFAULT_PAY_USING": "card",
-    # The largest amount a payment, direct order, refund, fee computation or promocode check may name, in any
-    # currency: a few digits too many (a typo, a unit mistake) are refused before anything is stored or sent.
+    # The largest amount anything may name, in any currency: a few digits too many are refused before use.
     "MAX_AMOUNT": Decimal("1000000.00"),
-    # The REST API (django_paycollect.api): a dotted path to the function that turns a payable reference
-    # sent by a device into what it costs (see the API docs); required when the API is mounted.
+    # The dotted path of the function that prices a payable reference; required when the REST API is mounted.
     "PAYABLE_RESOLVER": None,
-    # Requests per user (or per address, anonymous) to start payments and to ask for quotes or promocodes,
-    # as DRF rates ("10/minute"); None for a scope lifts its limit.
+    # The REST API's DRF rates ("10/minute", per user or address; None: no limit) of payments and of quotes.
     "API_THROTTLE_RATES": {"paycollect_payments": "10/minute", "paycollect_quotes": "60/minute"},
     # Payments per page of the API's lists (?page_size= may ask for fewer, or up to 100).
     "API_PAGE_SIZE": 20,
-    # Prometheus metrics (reporting.metrics): None is on when prometheus-client is installed (the "metrics"
-    # extra); True or False to say so.
+    # Prometheus metrics: True, False, or None: on when prometheus-client (the "metrics" extra) is installed.
     "METRICS": None,
     # Bearer tokens the metrics view accepts, a list so they can be rotated; empty: it answers 401 to all.
     "METRICS_TOKENS": [],
-    # What runs the background jobs (callback verification, the operations' tasks, the sweep, reconciliation,
-    # pruning): "celery", or "django" (Django's task framework, the TASKS setting's "default" backend).
+    # What runs the background jobs: "celery", or "django" (Django's task framework, TASKS["default"]).
     "TASK_RUNNER": "celery",
-    # With "django": True when the project means the jobs to run in the request that asks for them (the
-    # immediate backend) outside DEBUG; otherwise that is check paycollect.E023.
+    # With "django": True to let the immediate backend run the jobs in their requests outside DEBUG (E023).
     "ALLOW_IMMEDIATE_TASKS": False,
 }
 
