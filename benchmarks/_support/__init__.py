@@ -327,8 +327,37 @@ def setup_django_on_postgres(spec: str, *, migrate: bool = True) -> None:
     if migrate:
         from django.core.management import call_command
 
-        call_command("migrate", verbosity=0, interactive=False)
+        migrated = _migrated_copy(spec)
+        call_command("migrate", verbosity=0, interactive=False)  # nothing left to apply after a copy
+        if migrated and not migrated.exists():
+            partial = migrated.with_suffix(".partial")  # renamed once whole: never half a dump loaded
+            _postgres_tool("pg_dump", spec, "--no-owner", "--file", str(partial))
+            partial.replace(migrated)
         prepare_project()
+
+
+def _postgres_tool(tool: str, spec: str, *arguments: str) -> None:
+    """Run PostgreSQL's ``tool`` (``psql``, ``pg_dump``) of the newest installed version on ``spec``'s
+    database."""
+    host, port, name, user = spec.split(":")
+    found = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{tool}"))
+    command = [str(found[-1]) if found else tool, "-h", host, "-p", port, "-U", user, "-d", name]
+    subprocess.run([*command, *arguments], check=True, stdout=subprocess.DEVNULL)  # noqa: S603
+
+
+def _migrated_copy(spec: str) -> Path | None:
+    """Load the migrated database of an earlier script or project into ``spec``'s (``psql`` of the
+    ``pg_dump`` :func:`setup_django_on_postgres` made after its ``migrate``, before anything else): one
+    transaction, where the migrations commit one by one on a durable server, some seconds each time.
+    Returns the dump's path, where it is (or is to be) kept, or None without ``PAYCOLLECT_BENCH_SHARED``."""
+    shared = os.environ.get("PAYCOLLECT_BENCH_SHARED")
+    if not shared:
+        return None
+    # The apps differ with django-tasks-db's (PAYCOLLECT_BENCH_TASKS): one dump for each.
+    dump = Path(shared) / f"migrated-{os.environ.get('PAYCOLLECT_BENCH_TASKS') or 'plain'}.sql"
+    if dump.exists():
+        _postgres_tool("psql", spec, "-q", "-X", "-1", "-v", "ON_ERROR_STOP=1", "-f", str(dump))
+    return dump
 
 
 def timed_get(client: Any, url: str) -> tuple[Any, list[tuple[str, float]]]:
