@@ -182,7 +182,7 @@ test-alerts:
 	promtool test rules $(ALERTS)/alerts_test.yml
 
 # Each script's seconds are printed: the whole run must stay under 15 minutes (benchmarks/README.md).
-# PAYCOLLECT_BENCH_SHARED: the sandbox's payments made by the first script that needs them, copied by the rest.
+# PAYCOLLECT_BENCH_SHARED: the sandbox's payments and the migrated database, made once per run and copied.
 bench: $(STAMP)
 	@shared=$$(mktemp -d); trap 'rm -rf "$$shared"' EXIT; export PAYCOLLECT_BENCH_SHARED=$$shared; \
 	for b in benchmarks/*.py; do echo "== $$b"; s=$$(date +%s); $(BIN)/python $$b || exit 1; \
