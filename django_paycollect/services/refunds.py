@@ -76,12 +76,9 @@ def refund(
     The amount is read by :func:`refund_amount`: None, "" or a blank is refused (:class:`PaymentRefused`
     naming ``amount``), never taken for "all".
 
-    Three phases so that no race refunds more than was paid: (1) lock the transaction, check the
-    amount against what is still refundable counting pending and unknown refunds, record the
-    refund as pending, commit; (2) call the service; (3) lock again and record the result. An
-    ambiguous failure leaves the refund "unknown" for reconciliation; it is never resent.
-    ``expected_refundable`` is what the caller showed the user: when it changed meanwhile (a
-    second click, another refund), the refund is refused under the lock instead of doubled.
+    Three phases (docs/services.md), so that no race refunds more than was paid; never resent.
+    ``expected_refundable`` is what the caller showed the user: when it changed meanwhile (a second click,
+    another refund), the refund is refused under the lock instead of doubled.
 
     Returns the refund, succeeded or unknown. Refused by our checks, :class:`PaymentRefused` (the amount) or
     :class:`StateConflict` (what is refundable), no refund stored; refused by the service,
@@ -126,20 +123,13 @@ def refund(
         done = lock_row(Refund, pending.pk)
         done.completed_at = timezone.now()
         if sent.envelope is not None:
-            done.state = Refund.SUCCEEDED
             done.service_message = sent.envelope.result.message or ""
-            paid.refunded_amount += done.amount
-            paid.save(update_fields=["refunded_amount", "updated_at"])
-            send_after_commit(signals.refund_succeeded, sender=Refund, refund=done, transaction=paid)
-        elif sent.unknown:
-            done.state = Refund.UNKNOWN
-            done.error = sent.error_text
         else:
-            done.state = Refund.FAILED
             done.error = sent.error_text
-            send_after_commit(
-                signals.refund_failed, sender=Refund, refund=done, transaction=paid, error=done.error
-            )
+        if sent.unknown:
+            done.state = Refund.UNKNOWN
+        else:
+            _settle(done, paid, succeeded=sent.envelope is not None)
         done.save()
         return done
 
@@ -171,15 +161,21 @@ def resolve_refund(refund: Refund, *, succeeded: bool, user: Any = None) -> Refu
         done.completed_at = timezone.now()
         who = getattr(recorded_user(user), "get_username", lambda: "someone")()
         done.error = f"resolved by hand by {who}"
-        if succeeded:
-            done.state = Refund.SUCCEEDED
-            locked.refunded_amount += done.amount
-            locked.save(update_fields=["refunded_amount", "updated_at"])
-            send_after_commit(signals.refund_succeeded, sender=Refund, refund=done, transaction=locked)
-        else:
-            done.state = Refund.FAILED
-            send_after_commit(
-                signals.refund_failed, sender=Refund, refund=done, transaction=locked, error=done.error
-            )
+        _settle(done, locked, succeeded=succeeded)
         done.save()
     return done
+
+
+def _settle(done: Refund, paid: Transaction, *, succeeded: bool) -> None:
+    """A refund's end, both rows locked: succeeded (added to what ``paid`` refunded) or failed; its signal
+    follows the commit."""
+    if succeeded:
+        done.state = Refund.SUCCEEDED
+        paid.refunded_amount += done.amount
+        paid.save(update_fields=["refunded_amount", "updated_at"])
+        send_after_commit(signals.refund_succeeded, sender=Refund, refund=done, transaction=paid)
+    else:
+        done.state = Refund.FAILED
+        send_after_commit(
+            signals.refund_failed, sender=Refund, refund=done, transaction=paid, error=done.error
+        )
