@@ -106,31 +106,27 @@ def get_client(
     Without a community (``None``: creating a community needs no key), a client without credentials.
     """
     timeout = timeout or paycollect_settings.timeout("TIMEOUT")
-    retries = (
-        paycollect_settings.count("MAX_NETWORK_RETRIES")
-        if max_network_retries is None
-        else max_network_retries
-    )
+    if max_network_retries is None:
+        max_network_retries = paycollect_settings.count("MAX_NETWORK_RETRIES")
     api_key = config.api_key if config else ""
     basic_credentials = config.basic_credentials if config else ""
-    read = (paycollect_settings.require("BASE_URL"), api_key, basic_credentials, timeout, retries)
+    read = (paycollect_settings.require("BASE_URL"), api_key, basic_credentials, timeout, max_network_retries)
     fingerprint = hashlib.sha256(repr((*read, paycollect_settings.PROMOCODE_METHOD)).encode()).hexdigest()
     cache: dict[str, PayCollectClient] = getattr(_clients, "cache", None) or {}
     _clients.cache = cache
-    client = cache.get(fingerprint)
-    if client is None and len(cache) >= 32:
+    if (client := cache.get(fingerprint)) is not None:
+        return client
+    if len(cache) >= 32:
         # Settings changed many times (tests, key rotation): drop the old pools.
         for stale in cache.values():
             stale.close()
         cache.clear()
-    if client is None:
-        client = PayCollectClient(
-            paycollect_settings.BASE_URL,
-            api_key=api_key or None,
-            basic_credentials=basic_credentials or None,
-            timeout=timeout,
-            max_network_retries=retries,
-            promocode_method=paycollect_settings.PROMOCODE_METHOD,
-        )
-        cache[fingerprint] = client
+    client = cache[fingerprint] = PayCollectClient(
+        paycollect_settings.BASE_URL,
+        api_key=api_key or None,
+        basic_credentials=basic_credentials or None,
+        timeout=timeout,
+        max_network_retries=max_network_retries,
+        promocode_method=paycollect_settings.PROMOCODE_METHOD,
+    )
     return client
