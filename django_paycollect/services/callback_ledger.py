@@ -344,10 +344,8 @@ def claim_fetch(callback: ReceivedCallback, asked: dt.datetime, *, force: bool) 
     claim (inside a caller's atomic block, both commit with it). Returns when the right was taken. Raises
     :class:`FetchDeferred` when another verification took it less than an interval ago (unless ``force``: a
     person asked), and :class:`~django_paycollect.exceptions.NotFound` when a fetch sent after ``asked``
-    found that the service does not know the uuid.
-
-    One statement when the right is taken (:func:`~.upserts.take_fetch_turn`); one more, reading the mark,
-    when it is not. A claim that another verification holds is no database error."""
+    found that the service does not know the uuid. One statement (:func:`~.upserts.take_fetch_turn`), one
+    more to read the mark when refused; never a database error."""
     task_id = current_task_id.get()
     with atomic(ReceivedCallback):
         taken = _take_turn(callback.pk, callback.transaction_uuid, asked, force=force)
@@ -388,19 +386,15 @@ def callback_fetch_due(uuid: str) -> bool:
 def verify_callback(callback_id: int, *, force: bool = False) -> ReceivedCallback:
     """Verify a stored callback: fetch its transaction from the service and apply what the service says.
 
-    The callback's claims (status, amount) are never applied; they only say which transaction to
-    fetch. A renewal charge of a recurring series arrives as a new uuid and is created from the
-    fetched object. Idempotent: a callback already processed (a redelivered task, a second click)
-    is left alone. Raises the contract's error when the service cannot be read: the caller retries
-    on :class:`ServiceUnavailable` and otherwise records the failure with :func:`callback_failed`.
+    The callback's claims are never applied; they only say which transaction to fetch (a renewal charge, a
+    new uuid, is created from the fetched object). Idempotent: a callback already processed is left alone.
+    Raises the contract's error when the service cannot be read: the caller retries on
+    :class:`ServiceUnavailable` and otherwise records the failure with :func:`callback_failed`.
 
-    Fetches are bounded per transaction, across processes: a fetch sent after this callback was
-    queued (for another callback, a browser return, a sync) answers it without another one
-    (``Transaction.fetch_sent_at``); otherwise at most one fetch per ``CALLBACK_FETCH_INTERVAL`` is
-    made (:class:`~django_paycollect.models.FetchMark`), and a verification that would make a
-    second raises :class:`FetchDeferred`. So a flood of callbacks claiming distinct statuses of one
-    uuid costs a fetch or two, never one each. ``force`` (a person asked again) fetches within the
-    interval.
+    Fetches are bounded per transaction, across processes: a fetch sent after this callback was queued (for
+    another callback, a browser return, a sync) answers it (``Transaction.fetch_sent_at``); otherwise at most
+    one per ``CALLBACK_FETCH_INTERVAL`` is made (:class:`~django_paycollect.models.FetchMark`), a second
+    raising :class:`FetchDeferred` unless ``force`` (a person asked again).
     """
     # Read without a lock: a lock would end with its transaction, before anything below. A run that
     # finishes first is left as it recorded by the guarded write of mark_verified.
@@ -490,9 +484,8 @@ def callback_waiting(callback_id: int, seconds: float, *, error: str = "", outco
         changes["error"] = scrub_error(error)[:2000]
     if outcome:
         changes["outcome"] = outcome[:2000]
-    primary(ReceivedCallback).filter(pk=callback_id, state__in=ReceivedCallback.WAITING_STATES).update(
-        **changes
-    )
+    waiting = primary(ReceivedCallback).filter(pk=callback_id, state__in=ReceivedCallback.WAITING_STATES)
+    waiting.update(**changes)
 
 
 def community_of(claimed: str) -> str | None:

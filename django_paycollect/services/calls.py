@@ -94,7 +94,7 @@ def _record(
         duration_ms=round(call.duration * 1000) if call else None,
         attempts=call.attempts if call else 0,
         task_id=current_task_id.get(),
-        **{name: obj for name, obj in (links or {}).items()},
+        **(links or {}),
     )
     if save:
         row.save()
@@ -127,11 +127,8 @@ def _invoke(
     links: Mapping[str, Model | None] | None = None,
     save_success: bool = True,
 ) -> Sent[T]:
-    """Call the client once; record the ApiCall whatever happens; return the envelope or the error.
-
-    With ``save_success=False`` the ApiCall of a success is returned unsaved: the caller saves it in the
-    transaction that applies the answer (one commit), and on its own if that transaction fails.
-    """
+    """Call the client once; record the ApiCall whatever happens; return the envelope or the error. With
+    ``save_success=False`` a success's ApiCall is returned unsaved, for the commit that applies the answer."""
     try:
         envelope = call()
     except PayCollectError as exc:

@@ -85,11 +85,8 @@ def savepoint_if_atomic(model: type[Model]) -> AbstractContextManager[Any]:
     """For an INSERT that may meet a unique violation: outside atomic it commits alone and the violation
     harms nothing; inside an outer atomic block a savepoint keeps that block usable after it."""
     using = write_alias(model)
-    return (
-        transaction.atomic(using=using)
-        if transaction.get_connection(using).in_atomic_block
-        else nullcontext()
-    )
+    inside = transaction.get_connection(using).in_atomic_block
+    return transaction.atomic(using=using) if inside else nullcontext()
 
 
 def lock_row(model: type[M], pk: int) -> M:

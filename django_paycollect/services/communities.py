@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..client.types import DashboardStatistics
 from ..conf import paycollect_settings
 from ..models import ApiCall, StatisticsSnapshot
 from ..models.fields import json_safe
@@ -39,7 +38,7 @@ def fetch_statistics(community_id: str | None = None) -> StatisticsSnapshot:
     envelope, _ = recorded_read(
         "dashboard_statistics", config, lambda: client.dashboard_statistics(community_id=config.community_id)
     )
-    stats: DashboardStatistics = envelope.result
+    stats = envelope.result
     return primary(StatisticsSnapshot).create(
         community_id=config.community_id,
         balance=stats.balance,

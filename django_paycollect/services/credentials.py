@@ -50,10 +50,6 @@ class CredentialsCheck:
     problem: str = ""
 
     @property
-    def refused(self) -> bool:
-        return REFUSED in (self.api_key, self.basic_credentials)
-
-    @property
     def accepted(self) -> bool:
         return self.api_key == ACCEPTED and self.basic_credentials in (ACCEPTED, NOT_CONFIGURED)
 

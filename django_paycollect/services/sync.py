@@ -156,20 +156,19 @@ def apply_fetched(
     read stored, the status moved forward by the status machine, the row written by ``save()`` (a project's
     receivers and history hear of every change), ``then`` called; the signals follow the commit. Returns
     the row as written (a new instance: the caller's is not touched, so a rollback leaves it as it was)."""
-    envelope, api_call, sent_at = fetch.envelope, fetch.api_call, fetch.sent_at
-    fetched = envelope.result
+    fetched = fetch.envelope.result
     with atomic():
         if txn is None:
             locked, created = _create_from_fetched(fetch.community_id, fetch.uuid, fetched)
         else:
             locked, created = lock_row(Transaction, txn.pk), False
-        api_call.transaction = locked
-        api_call.save()  # the record of the read commits with what the read changed
+        fetch.api_call.transaction = locked
+        fetch.api_call.save()  # the record of the read commits with what the read changed
         before = {name: getattr(locked, name) for name in _SYNC_MAY_CHANGE}
-        locked.raw = json_safe(envelope.data)
+        locked.raw = json_safe(fetch.envelope.data)
         locked.last_synced_at = timezone.now()
         # What the service said is at least as new as this: it answers every callback queued before.
-        locked.fetch_sent_at = max(sent_at, locked.fetch_sent_at or sent_at)
+        locked.fetch_sent_at = max(fetch.sent_at, locked.fetch_sent_at or fetch.sent_at)
         locked.service_id = fetched.id or locked.service_id
         _link_series(locked, fetched)
         differences = _differences(locked, fetched)
