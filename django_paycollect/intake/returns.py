@@ -40,13 +40,11 @@ def public_status(txn: Transaction | None) -> str:
 def verified_status(uuid: str) -> str:
     """The status of transaction ``uuid`` as the service says, for a customer's browser.
 
-    * A transaction of ours still open, or FAILED, is fetched (short timeout, at most once per
-      ``RETURN_FETCH_INTERVAL``); when the service is slow or down, it stays as stored. A FAILED one is
-      asked again because it may have become SUCCESSFUL since (a second try on the same payment page,
-      whose redirect brings the same uuid); only SUCCESSFUL is final.
-    * A uuid we do not store is fetched only when a callback named it (a direct order's payment,
-      a renewal: they become known by their callback); otherwise it is PENDING, exactly as an open
-      transaction would be, and the service is not asked about uuids we never issued nor heard of.
+    * A transaction of ours still open, or FAILED (it may become SUCCESSFUL on a second try on the same
+      payment page), is fetched; when the service is slow or down, it stays as stored.
+    * A uuid we do not store is fetched only when a callback named it (a direct order's payment, a
+      renewal); otherwise it is PENDING, as an open transaction would be: the service is not asked about
+      uuids we never issued nor heard of.
     * A uuid the service does not know stays PENDING too: that is no evidence that nothing was charged.
     """
     uuid = canonical_uuid(uuid)

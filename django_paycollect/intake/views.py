@@ -112,13 +112,11 @@ def _destination(key: str, reference: _Reference) -> str:
 def browser_return(request: HttpRequest) -> HttpResponse:
     """``GET <mount>/return/``: where the service redirects the customer's browser after paying.
 
-    The transaction is fetched from the service (short timeout) and the customer goes to the success
-    or failure URL by what the service says. While the status is not final (or the service is slow
-    or down, or the transaction is unknown) a waiting page polls :func:`return_status`; after
-    ``MAX_WAIT_SECONDS`` it says the payment could not be confirmed yet, never that it failed (the
-    customer might pay twice). A return that names no transaction it can read (no parameters, a
-    garbled uuid, a URL cut short) shows that neutral page at once: the failure URL is only for a
-    payment the service said FAILED.
+    The customer goes to the success or failure URL by what the service says. While the status is not final
+    (or the service is slow or down, or the transaction unknown) a waiting page polls :func:`return_status`;
+    after ``MAX_WAIT_SECONDS`` it says the payment could not be confirmed yet, never that it failed (the
+    customer might pay twice). A return that names no transaction it can read shows that neutral page at
+    once: the failure URL is only for a payment the service said FAILED.
     """
     reference = _reference_of(request.GET)
     if reference is None:
