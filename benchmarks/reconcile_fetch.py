@@ -35,7 +35,6 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +55,7 @@ from benchmarks._support import (
     temp_workdir,
     write_section,
 )
-from benchmarks._support.payments import sandbox_with_payments, shared_directory
+from benchmarks._support.payments import sandbox_with_payments, shared_directory, store_pending
 from benchmarks._support.servers import process_cpu
 from django_paycollect.sandbox.testing import SandboxControl
 
@@ -310,18 +309,7 @@ def run(database: str, info: dict[str, Any], uuids: list[str], args: argparse.Na
     }
     control = SandboxControl(info["base_url"])
     heard_of = timezone.now() - dt.timedelta(hours=2)
-    Transaction.objects.bulk_create(
-        Transaction(
-            uuid=uuid,
-            community_id=community,
-            status=Transaction.PENDING,
-            service_status=Transaction.PENDING,
-            total_amount=Decimal("104.50"),
-            original_amount=Decimal("104.50"),
-            created_at=heard_of,
-        )
-        for uuid in uuids
-    )
+    store_pending(community, uuids, settle=False, created_at=heard_of)
 
     headers = {"x-api-key": str(info["api_key"]), "Accept": "application/json"}
     base = f"{info['base_url'].rstrip('/')}/api/v1/communities/{community}/transactions/"

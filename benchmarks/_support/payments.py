@@ -104,10 +104,10 @@ def pay(
     return uuids
 
 
-def store_pending(community_id: str, uuids: list[str], **fields: Any) -> None:
+def store_pending(community_id: str, uuids: list[str], *, settle: bool = True, **fields: Any) -> None:
     """The payments of ``uuids`` stored here PENDING, as ``services.start_payment`` leaves them (with
-    ``fields``); then the database vacuumed and checkpointed, so that PostgreSQL's background work does not
-    fall in the rounds."""
+    ``fields``); then, with ``settle``, the database vacuumed and checkpointed, so that PostgreSQL's
+    background work does not fall in the rounds."""
     from django.db import connection
 
     from django_paycollect.models import Transaction
@@ -124,7 +124,7 @@ def store_pending(community_id: str, uuids: list[str], **fields: Any) -> None:
         )
         for uuid in uuids
     )
-    if connection.vendor == "postgresql":
+    if settle and connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("VACUUM ANALYZE")
             cursor.execute("CHECKPOINT")
