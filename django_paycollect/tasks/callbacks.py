@@ -1,13 +1,12 @@
 """Stored callbacks and the worker: the one route to verification, the job that verifies, and the sweep.
 
-The route: what stored or claimed a callback calls :func:`hand_on` after the commit (the callback view, in
-:func:`handing_on`), and the callback goes to the project's runner (:mod:`.runners`). On Celery, in a
-``paycollect.process_callbacks`` message, from this process's publisher thread (:mod:`.outbox`) or, where
-that cannot take it, from the caller's request; eager Celery runs it inline. On Django's task framework, as
-an enqueued ``process_callbacks`` task: on django-tasks-db's backend its row is written in the transaction
-that stores the callback, so the two commit together; on another backend, after the commit. Whatever is
-lost on the way stays in the database, and the sweep (:func:`sweep`, every minute) hands it on again: the
-only fallback.
+What stored or claimed a callback hands it on after the commit (:func:`hand_on`; the callback view through
+:func:`handing_on`) to the project's runner (:mod:`.runners`). On Celery, in a
+``paycollect.process_callbacks`` message from this process's publisher thread (:mod:`.outbox`) or, where
+that cannot take it, from the caller's request. On Django's task framework, as an enqueued task: on
+django-tasks-db's backend written in the transaction that stores the callback, so the two commit together;
+on another backend, after the commit. Whatever is lost on the way stays in the database, and the sweep
+(:func:`sweep`, every minute) hands it on again: the only fallback.
 """
 
 from __future__ import annotations

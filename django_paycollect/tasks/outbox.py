@@ -230,9 +230,7 @@ def _option_on(value: Any) -> bool:
 def _threads(value: Any) -> int:
     if isinstance(value, list):
         value = value[-1] if value else None
-    if isinstance(value, bytes):
-        value = value.decode(errors="replace")
     try:
-        return int(value) if value is not None else 0
+        return int(value)  # bytes too; None is a TypeError
     except (TypeError, ValueError):
         return 0

@@ -95,7 +95,6 @@ def in_callbacks_transaction() -> str | None:
         return None
     try:
         from django_tasks_db.backend import DatabaseBackend
-        from django_tasks_db.models import DBTaskResult
     except ImportError:
         return None
     from ..models import ReceivedCallback
@@ -103,7 +102,7 @@ def in_callbacks_transaction() -> str | None:
     if not isinstance(django_backend(), DatabaseBackend):
         return None
     alias = router.db_for_write(ReceivedCallback)
-    return alias if router.db_for_write(DBTaskResult) == alias else None
+    return alias if _tasks_alias() == alias else None
 
 
 def send(name: str, *args: Any, countdown: float | None = None, **kwargs: Any) -> None:
@@ -207,19 +206,9 @@ def run_on_django(
 ) -> Any:
     """Run the job ``name`` in a Django task (``context``: its TaskContext). A retry's attempt ends with
     ``{"retry_in": seconds}``; what the job returns or raises is the task's result."""
-    function, options = JOBS[name].function, JOBS[name].options
-    run = DjangoRun(
-        name,
-        _Request(
-            id=first_id or str(context.task_result.id),
-            retries=retries,
-            is_eager=not django_runs_later(),
-        ),
-        max_retries=options.get("max_retries"),
-        args=args,
-        kwargs=kwargs,
-    )
+    request = _Request(first_id or str(context.task_result.id), retries, is_eager=not django_runs_later())
+    run = DjangoRun(name, request, JOBS[name].options.get("max_retries"), args, kwargs)
     try:
-        return function(run, *args, **kwargs)
+        return JOBS[name].function(run, *args, **kwargs)
     except Rescheduled as again:
         return {"retry_in": again.countdown}
