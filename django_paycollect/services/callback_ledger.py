@@ -37,7 +37,7 @@ from ..secrecy import scrub_error
 from .calls import current_task_id
 from .common import atomic, primary, unique
 from .housekeeping import record_run
-from .sync import apply_fetched, fetch_transaction, record_fetch_alone
+from .sync import apply_fetched, fetch_transaction
 from .upserts import insert_callback, take_fetch_turn
 
 logger = logging.getLogger("django_paycollect.callbacks")
@@ -421,12 +421,8 @@ def verify_callback(callback_id: int, *, force: bool = False) -> ReceivedCallbac
             Q(not_found_at__isnull=True) | Q(not_found_at__lt=sent_at)
         ).update(not_found_at=sent_at)
         raise
-    try:
-        # The callback is marked verified in the transaction that records the fetch and applies it.
-        apply_fetched(known, fetch, "callback", then=lambda applied: mark_verified(callback, applied))
-    except BaseException:
-        record_fetch_alone(fetch, known)
-        raise
+    # The callback is marked verified in the transaction that records the fetch and applies it.
+    apply_fetched(known, fetch, "callback", then=lambda applied: mark_verified(callback, applied))
     return callback
 
 
@@ -457,7 +453,6 @@ def mark_verified(callback: ReceivedCallback, txn: Transaction, answered: str = 
         "error": "",
         "traceback": "",
     }
-    # One conditional UPDATE: a concurrent run that finished first is left as it recorded.
     primary(ReceivedCallback).filter(pk=callback.pk).exclude(state=ReceivedCallback.PROCESSED).update(**done)
     for name, value in done.items():
         setattr(callback, name, value)

@@ -62,8 +62,7 @@ def _record(
 ) -> ApiCall:
     call = envelope.call if envelope is not None else (error.call if error is not None else None)
     op = OPERATIONS[operation]
-    secrets = our_secrets(config)
-    hide = partial(scrub, secrets=secrets, fields=SECRET_FIELDS)
+    hide = partial(scrub, secrets=our_secrets(config), fields=SECRET_FIELDS)
     body: Any = None
     if call is not None and paycollect_settings.STORE_REQUEST_BODIES:
         body = hide(json_safe(mask_personal_data(call.request_body)))

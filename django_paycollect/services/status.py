@@ -34,8 +34,7 @@ def apply_status(txn: Transaction, reported: str, *, source: str) -> bool:
     if txn.status_unrecognised:
         logger.warning("transaction %s: unrecognised status %r kept, not applied", txn.uuid, reported)
         return False
-    moved_from = txn.status
-    if _RANK[reported] <= _RANK[moved_from]:
+    if _RANK[reported] <= _RANK[txn.status]:
         return False  # same or backward: a late, duplicated or forged message
     if reported == Transaction.SUCCESSFUL:
         txn.succeeded_at = timezone.now()  # the day the money came in, for the dashboard's figures

@@ -85,11 +85,7 @@ def sync_stored(
         timeout=timeout,
         max_network_retries=max_network_retries,
     )
-    try:
-        applied = apply_fetched(txn, fetch, source, then)
-    except BaseException:
-        record_fetch_alone(fetch, txn)
-        raise
+    applied = apply_fetched(txn, fetch, source, then)
     if txn is None:
         return applied
     # The caller's instance says what the row says now, whichever path the row took.
@@ -155,42 +151,47 @@ def apply_fetched(
     reconciliation). In one database transaction on the app's database: the row locked, the record of the
     read stored, the status moved forward by the status machine, the row written by ``save()`` (a project's
     receivers and history hear of every change), ``then`` called; the signals follow the commit. Returns
-    the row as written (a new instance: the caller's is not touched, so a rollback leaves it as it was)."""
+    the row as written (a new instance: the caller's is not touched, so a rollback leaves it as it was); when
+    applying fails, the read is stored on its own (:func:`record_fetch_alone`) and the error raised."""
     fetched = fetch.envelope.result
-    with atomic():
-        if txn is None:
-            locked, created = _create_from_fetched(fetch.community_id, fetch.uuid, fetched)
-        else:
-            locked, created = lock_row(Transaction, txn.pk), False
-        fetch.api_call.transaction = locked
-        fetch.api_call.save()  # the record of the read commits with what the read changed
-        before = {name: getattr(locked, name) for name in _SYNC_MAY_CHANGE}
-        locked.raw = json_safe(fetch.envelope.data)
-        locked.last_synced_at = timezone.now()
-        # What the service said is at least as new as this: it answers every callback queued before.
-        locked.fetch_sent_at = max(fetch.sent_at, locked.fetch_sent_at or fetch.sent_at)
-        locked.service_id = fetched.id or locked.service_id
-        _link_series(locked, fetched)
-        differences = _differences(locked, fetched)
-        if differences:
-            if not locked.amount_mismatch:
-                locked.amount_mismatch = True
-                send_after_commit(
-                    signals.amount_mismatch_detected, transaction=locked, differences=differences
-                )
-            locked.service_status = fetched.status or ""
-        else:
-            if fetched.status:
-                apply_status(locked, fetched.status, source=source)
-            locked.outcome_unknown = False
-        if created:
-            locked.save()
-        else:
-            changed = [name for name in _SYNC_MAY_CHANGE if getattr(locked, name) != before[name]]
-            locked.save(update_fields=["raw", "last_synced_at", "fetch_sent_at", "updated_at", *changed])
-        if then is not None:
-            then(locked)
-        return locked
+    try:
+        with atomic():
+            if txn is None:
+                locked, created = _create_from_fetched(fetch.community_id, fetch.uuid, fetched)
+            else:
+                locked, created = lock_row(Transaction, txn.pk), False
+            fetch.api_call.transaction = locked
+            fetch.api_call.save()  # the record of the read commits with what the read changed
+            before = {name: getattr(locked, name) for name in _SYNC_MAY_CHANGE}
+            locked.raw = json_safe(fetch.envelope.data)
+            locked.last_synced_at = timezone.now()
+            # What the service said is at least as new as this: it answers every callback queued before.
+            locked.fetch_sent_at = max(fetch.sent_at, locked.fetch_sent_at or fetch.sent_at)
+            locked.service_id = fetched.id or locked.service_id
+            _link_series(locked, fetched)
+            differences = _differences(locked, fetched)
+            if differences:
+                if not locked.amount_mismatch:
+                    locked.amount_mismatch = True
+                    send_after_commit(
+                        signals.amount_mismatch_detected, transaction=locked, differences=differences
+                    )
+                locked.service_status = fetched.status or ""
+            else:
+                if fetched.status:
+                    apply_status(locked, fetched.status, source=source)
+                locked.outcome_unknown = False
+            if created:
+                locked.save()
+            else:
+                changed = [name for name in _SYNC_MAY_CHANGE if getattr(locked, name) != before[name]]
+                locked.save(update_fields=["raw", "last_synced_at", "fetch_sent_at", "updated_at", *changed])
+            if then is not None:
+                then(locked)
+            return locked
+    except BaseException:
+        record_fetch_alone(fetch, txn)  # the read is recorded whatever became of applying it
+        raise
 
 
 def record_fetch_alone(fetch: Fetch, txn: Transaction | None) -> None:
