@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Iterable
 from typing import IO, Any
 
@@ -90,14 +89,16 @@ class Command(BaseCommand):
                 raise CommandError(f"cannot write {options['output']}: {exc.strerror}") from None
             return
         # Bytes to standard output: the CSV is UTF-8 whatever the terminal's encoding, and an XLSX is binary.
-        stdout = getattr(self.stdout, "_out", sys.stdout)
-        binary = getattr(stdout, "buffer", None)
+        # OutputWrapper hands attributes on to the stream it wraps: a console's has the bytes beneath it.
+        binary = getattr(self.stdout, "buffer", None)
         if binary is None and file_format == "xlsx":
             raise CommandError("XLSX is binary: give --output FILE (this standard output takes only text)")
         if binary is not None:
             self._write(pieces, binary)
-        else:  # a text stream (StringIO under call_command): the CSV as text
-            self._write((piece.decode("utf-8") for piece in pieces), stdout)
+        else:  # a text stream (StringIO under call_command): the CSV as text, nothing added to it
+            for piece in pieces:
+                self.stdout.write(piece.decode("utf-8"), ending="")
+            self.stdout.flush()
 
     def _write(self, pieces: Iterable[Any], target: IO[Any]) -> None:
         for piece in pieces:
