@@ -173,12 +173,11 @@ _HEADER_KEYS = tuple(
 
 
 def selected_headers(meta: Mapping[str, Any], secrets: Sequence[str]) -> dict[str, str]:
-    headers = {}
-    for name, key in _HEADER_KEYS:
-        value = meta.get(key)
-        if value:
-            headers[name] = scrub(_clean_text(str(value)), secrets)[:HEADER_MAX_CHARS]
-    return headers
+    return {
+        name: scrub(_clean_text(str(meta[key])), secrets)[:HEADER_MAX_CHARS]
+        for name, key in _HEADER_KEYS
+        if meta.get(key)
+    }
 
 
 def _clean_text(text: str) -> str:

@@ -165,12 +165,9 @@ def _return_page(request: HttpRequest, reference: _Reference | None, waited: int
 @transaction.non_atomic_requests
 @require_safe
 def return_status(request: HttpRequest) -> HttpResponse:
-    """``GET <mount>/return/status/?transaction_uuid=...`` (or ``?transaction_id=<numeric id>``):
-    ``{"status": ...}``, nothing else.
-
-    PENDING, SUCCESSFUL or FAILED: only the status of the transaction the visitor names. An unknown uuid
-    or id reads PENDING, like an open transaction, so the answer tells not even which exist.
-    """
+    """``GET <mount>/return/status/?transaction_uuid=...`` (or ``?transaction_id=<numeric id>``): only
+    ``{"status": ...}`` of the transaction the visitor names, PENDING, SUCCESSFUL or FAILED. An unknown uuid
+    or id reads PENDING, like an open transaction, so the answer tells not even which exist."""
     reference = _reference_of(request.GET)
     if reference is None:
         return JsonResponse({"status": "UNKNOWN"}, status=400)
