@@ -100,7 +100,10 @@ def main() -> int:
     )
     parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers of each (default 2)")
     parser.add_argument(
-        "--transactions", type=int, default=500, help="open payments of the fan-out (default 500)"
+        "--transactions",
+        type=int,
+        default=1000,
+        help="open payments of the fan-out, more than reconciliation's CHUNK_SIZE (default 1000: two chunks)",
     )
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed (none here)")
     args = parser.parse_args()
@@ -293,6 +296,8 @@ def fan_out(db_workers: DbWorkers, uuids: list[str], args: argparse.Namespace) -
                 time.sleep(0.05)
             last = max(at for at in tasks.values_list("finished_at", flat=True) if at is not None)
             chunks = tasks.count() - 1
+            if chunks < 2:  # at most CHUNK_SIZE open: one task did it all, nothing was fanned out
+                raise SystemExit(f"fan-out: {chunks} chunk(s); give --transactions above CHUNK_SIZE")
             timings[workers].append((last - started).total_seconds())
             print(
                 f"fan-out round {number + 1}, {workers} db_worker(s): {timings[workers][-1]:.2f} s "
