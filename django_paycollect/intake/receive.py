@@ -91,7 +91,7 @@ def redact_callback_path(path: str) -> str:
 class CallbackPathFilter(logging.Filter):
     """Put on ``django.request`` by the app (``ready()``), which logs the path of every answer of 400 and
     above: a callback URL's 4xx is not written there (the view writes its own line, without the token), and
-    a 5xx is written with the token redacted (:func:`redact_callback_path`)."""
+    a 5xx is written with the token redacted (:func:`redact_callback_path`) and without its request."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         request = getattr(record, "request", None)
@@ -105,6 +105,8 @@ class CallbackPathFilter(logging.Filter):
             return False
         spellings = {path, path.encode("unicode_escape").decode("ascii")}  # Django may write it escaped
         record.args = tuple(safe if arg in spellings else arg for arg in record.args)
+        # The request itself bears the token (AdminEmailHandler writes its URL and META): handlers get none.
+        record.request = None
         return True
 
 

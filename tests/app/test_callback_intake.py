@@ -205,6 +205,21 @@ def test_a_database_failure_answers_503_so_the_sender_tries_again(client, caplog
 
 
 @pytest.mark.django_db
+def test_a_callbacks_5xx_mailed_to_the_admins_bears_no_token(client, settings, mailoutbox):
+    """Django mails a 5xx to ADMINS with its URL and META: the app's filter leaves the request out."""
+    settings.ADMINS = [("Ops", "ops@example.com")]  # Django's default logging mails django.request's errors
+    with mock.patch.object(callback_ledger, "insert_callback", side_effect=OperationalError("db down")):
+        assert post(client, body_for()).status_code == 503
+    assert mailoutbox, "Django's default mail_admins handler sent nothing"
+    assert any(
+        m.subject.endswith(f"Service Unavailable: {URL.replace(CALLBACK_TOKEN, REDACTED)}")
+        for m in mailoutbox
+    )
+    for mail in mailoutbox:
+        assert CALLBACK_TOKEN not in mail.subject + mail.body
+
+
+@pytest.mark.django_db
 def test_the_token_never_reaches_a_log_even_for_refused_callbacks(client, caplog, no_worker):
     caplog.set_level(logging.DEBUG)
     post(client, "not json")
