@@ -13,7 +13,7 @@ from __future__ import annotations
 from .ages import format_age, parse_age
 from .pruning import PruneResult, prune
 from .report import Finding, Progress, ProgressCallback, Summary
-from .steps import give_up_after, open_at_the_service, reconcile, reconcile_chunk
+from .steps import give_up_after, given_up, open_at_the_service, reconcile, reconcile_chunk
 
 __all__ = [
     "Finding",
@@ -23,6 +23,7 @@ __all__ = [
     "Summary",
     "format_age",
     "give_up_after",
+    "given_up",
     "open_at_the_service",
     "parse_age",
     "prune",

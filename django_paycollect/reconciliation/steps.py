@@ -166,6 +166,13 @@ def give_up_after() -> timedelta | None:
     return None if seconds is None else timedelta(seconds=seconds)
 
 
+def given_up(now: datetime) -> Q | None:
+    """Open transactions reconciliation no longer fetches (older than ``RECONCILE_GIVE_UP_AFTER``) but lists
+    for a person; None when it fetches them whatever their age."""
+    age = give_up_after()
+    return None if age is None else open_at_the_service() & Q(created_at__lt=now - age)
+
+
 class Step:
     """One kind of doubt: which rows, how each is named, what is done with it."""
 
@@ -460,9 +467,8 @@ def _fetch_open(run: Run, step: FetchOpenTransactions, fan_out: Callable[[list[i
     """Open transactions ``RECONCILE_CONCURRENCY`` at a time, or, past :data:`CHUNK_SIZE` with a
     ``fan_out``, handed out in chunks of that size to other workers."""
     selected = step.select(run)
-    if (age := give_up_after()) is not None:  # the open transactions no longer fetched, counted
-        given_up = primary(Transaction).filter(run.scope, open_at_the_service(), created_at__lt=run.now - age)
-        run.summary.given_up = given_up.count()
+    if (too_old := given_up(run.now)) is not None:  # not fetched: counted, for a person
+        run.summary.given_up = primary(Transaction).filter(run.scope, too_old).count()
     total, rows = _chunked(selected)
     if fan_out is not None and total > CHUNK_SIZE:
         pks = list(selected.order_by("pk").values_list("pk", flat=True))

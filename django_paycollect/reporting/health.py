@@ -197,11 +197,9 @@ def waiting_for_a_person(community_id: str | None = None, now: dt.datetime | Non
     # Two counts rather than one with filters: each reads only the state index.
     counts["callbacks_failed"] = ReceivedCallback.objects.filter(state=ReceivedCallback.FAILED).count()
     counts["callbacks_stuck"] = ReceivedCallback.objects.filter(stuck_callbacks(now)).count()
-    give_up = reconciliation.give_up_after()
-    if give_up is not None:
-        counts["open_too_long"] = Transaction.objects.filter(
-            reconciliation.open_at_the_service(), scope, created_at__lt=now - give_up
-        ).count()
+    too_old = reconciliation.given_up(now)
+    if too_old is not None:
+        counts["open_too_long"] = Transaction.objects.filter(too_old, scope).count()
     return {kind: counts[kind] for kind in ATTENTION_KINDS if kind in counts}
 
 
