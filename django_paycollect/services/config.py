@@ -110,8 +110,9 @@ def get_client(
         max_network_retries = paycollect_settings.count("MAX_NETWORK_RETRIES")
     api_key = config.api_key if config else ""
     basic_credentials = config.basic_credentials if config else ""
-    read = (paycollect_settings.require("BASE_URL"), api_key, basic_credentials, timeout, max_network_retries)
-    fingerprint = hashlib.sha256(repr((*read, paycollect_settings.PROMOCODE_METHOD)).encode()).hexdigest()
+    base_url, method = paycollect_settings.require("BASE_URL"), paycollect_settings.PROMOCODE_METHOD
+    read = (base_url, api_key, basic_credentials, timeout, max_network_retries, method)
+    fingerprint = hashlib.sha256(repr(read).encode()).hexdigest()
     cache: dict[str, PayCollectClient] = getattr(_clients, "cache", None) or {}
     _clients.cache = cache
     if (client := cache.get(fingerprint)) is not None:
@@ -122,11 +123,11 @@ def get_client(
             stale.close()
         cache.clear()
     client = cache[fingerprint] = PayCollectClient(
-        paycollect_settings.BASE_URL,
+        base_url,
         api_key=api_key or None,
         basic_credentials=basic_credentials or None,
         timeout=timeout,
         max_network_retries=max_network_retries,
-        promocode_method=paycollect_settings.PROMOCODE_METHOD,
+        promocode_method=method,
     )
     return client

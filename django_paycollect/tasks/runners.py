@@ -6,7 +6,7 @@ what both runners give: ``request.id`` (stored on the ApiCall rows it causes), `
 ``request.is_eager`` (nothing can run later: retry now or leave it to the sweep), ``name``,
 ``max_retries``, and ``retry(exc=, countdown=, max_retries=, args=, kwargs=)``, which raises. On Celery that
 is the bound task itself. On Django's framework (``PAYCOLLECT["TASK_RUNNER"] = "django"``) it is a
-:class:`DjangoRun`, made by the ``@task`` functions of :mod:`.on_django`: a retry enqueues the same task
+:class:`DjangoRun`, made by the task :mod:`.on_django` builds for each job: a retry enqueues the same task
 again, due ``countdown`` seconds later (``run_after``), carrying its number and the first attempt's id.
 
 :func:`send` is how a job (or the route of a stored callback) queues another, on the project's runner.
